@@ -1,0 +1,32 @@
+# a2aWebCap — developer entry points. `make help` lists them.
+GO      ?= go
+FUZZTIME ?= 20s
+
+.PHONY: help test lint unit interop fuzz bench npm
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+test: lint npm unit fuzz ## everything CI runs: lint, unit and interop tests (-race), fuzz smoke
+
+lint: ## gofmt, go vet, go mod tidy -diff
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+npm: ## install the pinned Node interop peers (capnweb, ws) from interop/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd interop && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: interop tests will skip"; fi
+
+unit: ## go test -race ./... (interop tests included when node is present)
+	$(GO) test -race -count=1 ./...
+
+interop: npm ## only the interop tests against the real npm peers, verbose
+	$(GO) test -race -count=1 -v -run Interop ./interop/...
+
+fuzz: ## run each fuzz target for FUZZTIME
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./capnweb
+	$(GO) test -run='^$$' -fuzz='^FuzzSession$$' -fuzztime=$(FUZZTIME) ./capnweb
+
+bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios
+	$(GO) run ./bench/capnweb
