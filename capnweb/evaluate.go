@@ -1,0 +1,741 @@
+package capnweb
+
+// Evaluating incoming expressions into Go values, and handling top-level messages.
+
+import (
+	"encoding/base64"
+	"math"
+	"math/big"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// importer resolves the IDs an expression refers to. The session is one; a mapper (remap) is
+// another, with its own numbering.
+type importer interface {
+	// getExport returns the hook exported under id, borrowed.
+	getExport(id float64) (hook, error)
+	// importStub returns a new reference to the peer's export id.
+	importStub(id float64) (hook, error)
+	// importPromise returns a new reference to the peer's promise id.
+	importPromise(id float64) (hook, error)
+	// pipeReadable takes the readable end of the pipe id.
+	pipeReadable(id float64) (*ReadableStream, error)
+	session() *Session
+}
+
+type evaluator struct {
+	im      importer
+	lim     *Limits
+	created []any // references made so far, released if evaluation fails
+}
+
+// evaluate turns an expression into a value. On error, everything it created is released.
+func (ev *evaluator) evaluate(v any) (any, error) {
+	r, err := ev.eval(v, 0)
+	if err != nil {
+		for _, c := range ev.created {
+			releaseValue(c)
+		}
+		ev.created = nil
+		return nil, err
+	}
+	ev.created = nil
+	return r, nil
+}
+
+func (ev *evaluator) track(v any) any {
+	ev.created = append(ev.created, v)
+	return v
+}
+
+func unknownSpecial(v any) error {
+	enc := encoder{}
+	enc.raw(v, 0)
+	return typeErrorf("unknown special value: %s", truncate(string(enc.b), 200))
+}
+
+func (ev *evaluator) eval(v any, depth int) (any, error) {
+	if depth >= ev.lim.MaxDepth {
+		return nil, typeErrorf("Deserialization exceeded maximum allowed message depth of %d.", ev.lim.MaxDepth)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			r, err := ev.eval(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if blockedNames[k] && k != "then" && k != "dup" && k != "dispose" {
+				// Object.prototype names are evaluated (for their side effects) and dropped.
+				releaseValue(r)
+				delete(x, k)
+				continue
+			}
+			x[k] = r
+		}
+		return x, nil
+	case []any:
+		return ev.special(x, depth)
+	}
+	return v, nil
+}
+
+func (ev *evaluator) special(x []any, depth int) (any, error) {
+	if len(x) == 1 {
+		if inner, ok := x[0].([]any); ok {
+			for i, e := range inner {
+				r, err := ev.eval(e, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				inner[i] = r
+			}
+			return inner, nil
+		}
+	}
+	if len(x) == 0 {
+		return nil, unknownSpecial(x)
+	}
+	tag, _ := x[0].(string)
+	switch tag {
+	case "undefined":
+		if len(x) == 1 {
+			return Undefined, nil
+		}
+	case "inf":
+		return math.Inf(1), nil
+	case "-inf":
+		return math.Inf(-1), nil
+	case "nan":
+		return math.NaN(), nil
+	case "bigint":
+		if len(x) >= 2 {
+			if s, ok := x[1].(string); ok {
+				if len(s) > ev.lim.MaxBigIntDigits {
+					return nil, typeErrorf("Deserialized bigint exceeds maximum length of %d digits.", ev.lim.MaxBigIntDigits)
+				}
+				n, ok := new(big.Int).SetString(strings.TrimSpace(s), 10)
+				if !ok {
+					return nil, &abortError{name: "SyntaxError", msg: "Cannot convert " + truncate(s, 64) + " to a BigInt"}
+				}
+				return n, nil
+			}
+		}
+	case "date":
+		if len(x) >= 2 {
+			if x[1] == nil {
+				return InvalidDate{}, nil
+			}
+			if f, ok := x[1].(float64); ok {
+				if math.IsNaN(f) || math.Abs(f) > 8.64e15 {
+					return InvalidDate{}, nil
+				}
+				return time.UnixMilli(int64(f)), nil
+			}
+		}
+	case "bytes":
+		return ev.bytes(x)
+	case "error":
+		return ev.errorValue(x, depth)
+	case "url":
+		if len(x) == 2 {
+			if s, ok := x[1].(string); ok {
+				u, err := url.Parse(s)
+				if err != nil || !u.IsAbs() {
+					return nil, typeErrorf("Invalid URL")
+				}
+				return u, nil
+			}
+		}
+	case "headers":
+		if len(x) == 2 {
+			if pairs, ok := x[1].([]any); ok {
+				return headersFrom(pairs)
+			}
+		}
+	case "request":
+		return ev.request(x, depth)
+	case "response":
+		return ev.response(x, depth)
+	case "blob":
+		return ev.blob(x, depth)
+	case "import", "pipeline":
+		return ev.importExpr(x, tag == "pipeline", depth)
+	case "remap":
+		return ev.remapExpr(x)
+	case "export", "promise":
+		if len(x) >= 2 {
+			if id, ok := x[1].(float64); ok {
+				if tag == "promise" {
+					h, err := ev.im.importPromise(id)
+					if err != nil {
+						return nil, err
+					}
+					return ev.track(&pending{h: h}), nil
+				}
+				h, err := ev.im.importStub(id)
+				if err != nil {
+					return nil, err
+				}
+				return ev.track(newStub(h)), nil
+			}
+		}
+	case "writable":
+		if len(x) >= 2 {
+			if id, ok := x[1].(float64); ok {
+				h, err := ev.im.importStub(id)
+				if err != nil {
+					return nil, err
+				}
+				return ev.track(newRemoteWritable(h)), nil
+			}
+		}
+	case "readable":
+		if len(x) >= 2 {
+			if id, ok := x[1].(float64); ok {
+				rs, err := ev.im.pipeReadable(id)
+				if err != nil {
+					return nil, err
+				}
+				return ev.track(rs), nil
+			}
+		}
+	}
+	return nil, unknownSpecial(x)
+}
+
+func (ev *evaluator) bytes(x []any) (any, error) {
+	if len(x) < 2 || len(x) > 3 {
+		return nil, unknownSpecial(x)
+	}
+	s, ok := x[1].(string)
+	if !ok {
+		return nil, unknownSpecial(x)
+	}
+	data, err := decodeBase64(s)
+	if err != nil {
+		return nil, typeErrorf("invalid base64 in bytes value")
+	}
+	if len(x) == 2 {
+		return data, nil
+	}
+	marker, ok := x[2].(string)
+	if !ok {
+		return nil, typeErrorf("Unknown bytes type marker type")
+	}
+	size, ok := byteContainerElemSize[marker]
+	if !ok {
+		return nil, typeErrorf("Unknown bytes type marker: %s", truncate(marker, 64))
+	}
+	if len(data)%size != 0 {
+		return nil, typeErrorf("Invalid byte length %d for %s; expected a multiple of %d", len(data), marker, size)
+	}
+	if marker == "Uint8Array" {
+		return data, nil
+	}
+	return TypedBytes{Type: marker, Data: data}, nil
+}
+
+// decodeBase64 accepts padded and unpadded, standard and URL-safe base64, as Node's Buffer does.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.TrimRight(s, "=")
+	if strings.ContainsAny(s, "-_") {
+		return base64.RawURLEncoding.DecodeString(s)
+	}
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+func (ev *evaluator) errorValue(x []any, depth int) (any, error) {
+	if len(x) < 3 || len(x) > 5 {
+		return nil, unknownSpecial(x)
+	}
+	name, ok1 := x[1].(string)
+	msg, ok2 := x[2].(string)
+	if !ok1 || !ok2 {
+		return nil, unknownSpecial(x)
+	}
+	if !knownErrorNames[name] {
+		name = "Error"
+	}
+	e := &Error{Name: name, Message: msg}
+	if len(x) >= 4 {
+		if st, ok := x[3].(string); ok {
+			e.Stack = st
+		}
+	}
+	if len(x) == 5 {
+		props, ok := x[4].(map[string]any)
+		if !ok {
+			return nil, unknownSpecial(x)
+		}
+		for k, pv := range props {
+			r, err := ev.eval(pv, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if k == "name" || k == "message" || k == "stack" || (blockedNames[k] && k != "then" && k != "dup" && k != "dispose") {
+				releaseValue(r)
+				continue
+			}
+			if e.Props == nil {
+				e.Props = map[string]any{}
+			}
+			e.Props[k] = r
+		}
+	}
+	return e, nil
+}
+
+func headersFrom(pairs []any) (http.Header, error) {
+	h := http.Header{}
+	for _, p := range pairs {
+		kv, ok := p.([]any)
+		if !ok || len(kv) != 2 {
+			return nil, typeErrorf("Headers must be an array of [name, value] pairs.")
+		}
+		k, ok1 := kv[0].(string)
+		v, ok2 := kv[1].(string)
+		if !ok1 || !ok2 {
+			return nil, typeErrorf("Headers must be an array of [name, value] pairs.")
+		}
+		h.Add(k, v)
+	}
+	return h, nil
+}
+
+func (ev *evaluator) fetchInit(init map[string]any, depth int) (http.Header, any, map[string]any, error) {
+	var h http.Header
+	var body any
+	rest := map[string]any{}
+	for k, v := range init {
+		switch k {
+		case "headers":
+			pairs, ok := v.([]any)
+			if !ok {
+				return nil, nil, nil, typeErrorf("Request headers must be serialized as an array of pairs.")
+			}
+			var err error
+			if h, err = headersFrom(pairs); err != nil {
+				return nil, nil, nil, err
+			}
+		case "body":
+			b, err := ev.eval(v, depth+1)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			switch b.(type) {
+			case nil, string, []byte, *ReadableStream:
+			default:
+				releaseValue(b)
+				return nil, nil, nil, typeErrorf("Request body must be of type ReadableStream.")
+			}
+			body = b
+		case "signal", "webSocket":
+			return nil, nil, nil, typeErrorf("%s cannot be serialized", k)
+		default:
+			rest[k] = v
+		}
+	}
+	return h, body, rest, nil
+}
+
+func (ev *evaluator) request(x []any, depth int) (any, error) {
+	if len(x) != 3 {
+		return nil, unknownSpecial(x)
+	}
+	u, ok := x[1].(string)
+	init, ok2 := x[2].(map[string]any)
+	if !ok || !ok2 {
+		return nil, unknownSpecial(x)
+	}
+	h, body, rest, err := ev.fetchInit(init, depth)
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{URL: u, Headers: h, Body: body, Method: "GET"}
+	if m, ok := rest["method"].(string); ok {
+		r.Method = strings.ToUpper(m)
+		delete(rest, "method")
+	}
+	if len(rest) > 0 {
+		r.Init = rest
+	}
+	return r, nil
+}
+
+func (ev *evaluator) response(x []any, depth int) (any, error) {
+	if len(x) != 3 {
+		return nil, unknownSpecial(x)
+	}
+	init, ok := x[2].(map[string]any)
+	if !ok {
+		return nil, unknownSpecial(x)
+	}
+	init["body"] = x[1]
+	h, body, rest, err := ev.fetchInit(init, depth)
+	if err != nil {
+		return nil, err
+	}
+	r := &Response{Status: 200, Headers: h, Body: body}
+	if s, ok := rest["status"].(float64); ok {
+		r.Status = int(s)
+		delete(rest, "status")
+	}
+	if s, ok := rest["statusText"].(string); ok {
+		r.StatusText = s
+		delete(rest, "statusText")
+	}
+	if len(rest) > 0 {
+		r.Init = rest
+	}
+	return r, nil
+}
+
+func (ev *evaluator) path(v any) ([]any, bool) {
+	p, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range p {
+		switch e.(type) {
+		case string, float64:
+		default:
+			return nil, false
+		}
+	}
+	return p, true
+}
+
+func (ev *evaluator) importExpr(x []any, promise bool, depth int) (any, error) {
+	if len(x) < 2 || len(x) > 4 {
+		return nil, unknownSpecial(x)
+	}
+	id, ok := x[1].(float64)
+	if !ok {
+		return nil, unknownSpecial(x)
+	}
+	h, err := ev.im.getExport(id)
+	if err != nil {
+		return nil, err
+	}
+	var r hook
+	switch len(x) {
+	case 2:
+		if promise {
+			r = h.get(nil)
+		} else {
+			r = h.dup()
+		}
+	case 3:
+		path, ok := ev.path(x[2])
+		if !ok {
+			return nil, unknownSpecial(x)
+		}
+		r = h.get(path)
+	case 4:
+		path, ok := ev.path(x[2])
+		args, ok2 := x[3].([]any)
+		if !ok || !ok2 {
+			return nil, unknownSpecial(x)
+		}
+		sub := evaluator{im: ev.im, lim: ev.lim}
+		av, err := sub.evaluate([]any{args})
+		if err != nil {
+			return nil, err
+		}
+		r = h.call(path, &payload{v: av})
+	}
+	if promise {
+		return ev.track(&pending{h: r}), nil
+	}
+	return ev.track(newStub(r)), nil
+}
+
+func (ev *evaluator) remapExpr(x []any) (any, error) {
+	if len(x) != 5 {
+		return nil, unknownSpecial(x)
+	}
+	id, ok := x[1].(float64)
+	path, ok2 := ev.path(x[2])
+	caps, ok3 := x[3].([]any)
+	instrs, ok4 := x[4].([]any)
+	if !ok || !ok2 || !ok3 || !ok4 {
+		return nil, unknownSpecial(x)
+	}
+	h, err := ev.im.getExport(id)
+	if err != nil {
+		return nil, err
+	}
+	captures := make([]hook, 0, len(caps))
+	fail := func(err error) (any, error) {
+		releaseHooks(captures)
+		return nil, err
+	}
+	for _, c := range caps {
+		cv, ok := c.([]any)
+		if !ok || len(cv) != 2 {
+			return fail(typeErrorf("unknown map capture: %s", truncate(string(mustRaw(c)), 100)))
+		}
+		kind, _ := cv[0].(string)
+		cid, ok := cv[1].(float64)
+		if !ok || (kind != "import" && kind != "export") {
+			return fail(typeErrorf("unknown map capture: %s", truncate(string(mustRaw(c)), 100)))
+		}
+		if kind == "export" {
+			ch, err := ev.im.importStub(cid)
+			if err != nil {
+				return fail(err)
+			}
+			captures = append(captures, ch)
+		} else {
+			ch, err := ev.im.getExport(cid)
+			if err != nil {
+				return fail(err)
+			}
+			captures = append(captures, ch.dup())
+		}
+	}
+	return ev.track(&pending{h: h.remap(path, captures, instrs)}), nil
+}
+
+func mustRaw(v any) []byte {
+	enc := encoder{}
+	enc.raw(v, 0)
+	return enc.b
+}
+
+// ---- the session as importer ----
+
+func (s *Session) session() *Session { return s }
+
+func checkID(id float64) (int64, bool) {
+	if id != math.Trunc(id) || math.Abs(id) > 1<<53 {
+		return 0, false
+	}
+	return int64(id), true
+}
+
+func (s *Session) getExport(fid float64) (hook, error) {
+	id, ok := checkID(fid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.exports[id]; ok && e != nil {
+		return e.h, nil
+	}
+	return nil, protocolErrorf("no such entry on exports table: %s", strconv.FormatFloat(fid, 'f', -1, 64))
+}
+
+func (s *Session) importStub(fid float64) (hook, error) {
+	id, ok := checkID(fid)
+	if !ok || id > 0 {
+		return nil, protocolErrorf("invalid export ID from peer: %s", strconv.FormatFloat(fid, 'f', -1, 64))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	e := s.imports[id]
+	if e == nil || e.gone {
+		if len(s.imports) >= s.limits.MaxImports {
+			return nil, protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
+		}
+		e = &importEntry{id: id, done: make(chan struct{})}
+		s.imports[id] = e
+	}
+	if e.promise {
+		return nil, protocolErrorf("peer exported a stub reusing promise ID %d", id)
+	}
+	e.remoteRefs++
+	return s.newImportRef(e), nil
+}
+
+func (s *Session) importPromise(fid float64) (hook, error) {
+	id, ok := checkID(fid)
+	if !ok || id >= 0 {
+		return nil, protocolErrorf("invalid promise ID from peer: %s", strconv.FormatFloat(fid, 'f', -1, 64))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.imports[id] != nil {
+		return nil, protocolErrorf("The peer sent a promise reusing an existing export ID.")
+	}
+	if len(s.imports) >= s.limits.MaxImports {
+		return nil, protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
+	}
+	e := &importEntry{id: id, remoteRefs: 1, promise: true, pulled: true, done: make(chan struct{})}
+	s.imports[id] = e
+	return s.newImportRef(e), nil
+}
+
+func (s *Session) pipeReadable(fid float64) (*ReadableStream, error) {
+	id, _ := checkID(fid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.exports[id]
+	if e == nil || e.pipeReadable == nil {
+		return nil, protocolErrorf("Export %s is not a pipe or its readable end was already consumed.", strconv.FormatFloat(fid, 'f', -1, 64))
+	}
+	rs := e.pipeReadable
+	e.pipeReadable = nil
+	return rs, nil
+}
+
+// ---- top-level messages ----
+
+func (s *Session) badMessage(msg []byte) error {
+	return protocolErrorf("bad RPC message: %s", truncate(string(msg), 200))
+}
+
+// handle processes one incoming message. An error aborts the session.
+func (s *Session) handle(raw []byte) error {
+	parsed, err := parseJSON(raw, 2*s.limits.MaxDepth+8)
+	if err != nil {
+		return &abortError{name: "SyntaxError", msg: err.Error()}
+	}
+	msg, ok := parsed.([]any)
+	if !ok || len(msg) == 0 {
+		return s.badMessage(raw)
+	}
+	kind, _ := msg[0].(string)
+	ev := evaluator{im: s, lim: &s.limits}
+	switch kind {
+	case "push", "stream":
+		if len(msg) != 2 {
+			return s.badMessage(raw)
+		}
+		s.mu.Lock()
+		if len(s.exports) >= s.limits.MaxExports {
+			s.mu.Unlock()
+			return protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+		}
+		id := s.nextPushID
+		s.nextPushID++
+		s.mu.Unlock()
+		v, err := ev.evaluate(msg[1])
+		if err != nil {
+			return err
+		}
+		var h hook
+		switch x := v.(type) {
+		case *pending:
+			h = x.h // the usual case: the push is a call; its promise is the export
+		case *Stub:
+			// As in the JS library, a pushed stub resolves to what it points at.
+			h = x.c.take()
+			x.cleanup.Stop()
+		default:
+			h = newValueHook(v, true, s)
+		}
+		s.mu.Lock()
+		s.exports[id] = &exportEntry{h: h, refs: 1, autoRelease: kind == "stream"}
+		s.mu.Unlock()
+		if kind == "stream" {
+			return s.ensureResolving(id)
+		}
+		return nil
+	case "pipe":
+		if len(msg) != 1 {
+			return s.badMessage(raw)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.exports) >= s.limits.MaxExports {
+			return protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+		}
+		id := s.nextPushID
+		s.nextPushID++
+		rs, w := newPipe(s)
+		s.exports[id] = &exportEntry{h: w, refs: 1, pipeReadable: rs}
+		return nil
+	case "pull":
+		if len(msg) != 2 {
+			return s.badMessage(raw)
+		}
+		fid, ok := msg[1].(float64)
+		id, ok2 := checkID(fid)
+		if !ok || !ok2 {
+			return s.badMessage(raw)
+		}
+		return s.ensureResolving(id)
+	case "resolve", "reject":
+		if len(msg) != 3 {
+			return s.badMessage(raw)
+		}
+		fid, ok := msg[1].(float64)
+		id, ok2 := checkID(fid)
+		if !ok || !ok2 {
+			return s.badMessage(raw)
+		}
+		v, err := ev.evaluate(msg[2])
+		if err != nil {
+			return err
+		}
+		var res hook
+		if kind == "resolve" {
+			res = newValueHook(v, true, s)
+		} else {
+			e, ok := v.(*Error)
+			if !ok {
+				releaseValue(v)
+				e = &Error{Name: "Error", Message: "rejected with a non-error value"}
+			}
+			res = errorHook{e}
+		}
+		s.settleImport(id, res)
+		return nil
+	case "release":
+		if len(msg) != 3 {
+			return s.badMessage(raw)
+		}
+		fid, ok := msg[1].(float64)
+		fn, ok2 := msg[2].(float64)
+		id, ok3 := checkID(fid)
+		if !ok || !ok2 || !ok3 || fn != math.Trunc(fn) {
+			return s.badMessage(raw)
+		}
+		return s.releaseExport(id, int(fn))
+	case "abort":
+		if len(msg) < 2 {
+			return s.badMessage(raw)
+		}
+		v, err := ev.evaluate(msg[1])
+		var reason error = &Error{Name: "Error", Message: "peer aborted the session"}
+		if err == nil {
+			if e, ok := v.(*Error); ok {
+				reason = e
+			} else {
+				releaseValue(v)
+			}
+		}
+		s.shutdown(reason, false)
+		return nil
+	}
+	return s.badMessage(raw)
+}
+
+// settleImport resolves the import id with res (taking ownership), and releases it on the peer.
+func (s *Session) settleImport(id int64, res hook) {
+	s.mu.Lock()
+	e := s.imports[id]
+	if e == nil || e.res != nil || e.gone {
+		s.mu.Unlock()
+		res.release() // a resolution we no longer want
+		return
+	}
+	e.res = res
+	close(e.done)
+	dead := e.localRefs == 0
+	s.releaseImportLocked(e)
+	s.mu.Unlock()
+	if dead {
+		res.release()
+	}
+}

@@ -1,0 +1,238 @@
+package capnweb
+
+// Running local calls.
+//
+// E-order: calls on local values start in the order they became ready — when they arrived, or,
+// for a call with promise arguments, when those resolved. A per-session executor goroutine runs
+// ready calls one after another, so fast calls run strictly in order with no goroutine per call.
+// A call that blocks does not hold up the rest: when it waits on RPC (awaits a promise, reads or
+// writes a stream) or runs longer than handoffAfter, the executor role passes to a new goroutine
+// and the blocked call finishes on its own. The executor lingers briefly when the queue empties,
+// then exits: an idle session has no executor goroutine.
+//
+// Concurrency: execQ, execActive and execIdle are guarded by s.mu. An execRun's owner flag says
+// whether its goroutine still holds the executor role; only the holder takes from execQ.
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	handoffAfter = time.Millisecond
+	execLinger   = 20 * time.Millisecond
+)
+
+type execTask struct {
+	body func(ctx context.Context) (any, error)
+	p    *promiseHook
+}
+
+// execRun is one executor goroutine's claim on the executor role.
+type execRun struct {
+	s     *Session
+	owner atomic.Bool
+}
+
+type execRunKey struct{}
+
+// handoff gives up the executor role, starting a new executor if work is queued. The caller's
+// call goes on in this goroutine, which exits when it is done.
+func (r *execRun) handoff() {
+	if !r.owner.CompareAndSwap(true, false) {
+		return
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.execActive = false
+	if len(s.execQ) > 0 {
+		s.startExecutorLocked()
+	}
+}
+
+// yieldGate releases the executor role held by the call running with ctx, if any: the call is
+// about to block.
+func yieldGate(ctx context.Context) {
+	if r, ok := ctx.Value(execRunKey{}).(*execRun); ok {
+		r.handoff()
+	}
+}
+
+func (s *Session) startExecutorLocked() {
+	s.execActive = true
+	s.wg.Add(1)
+	go s.executor()
+}
+
+// enqueueLocked adds a ready call. Caller holds mu.
+func (s *Session) enqueueLocked(t execTask) {
+	s.execQ = append(s.execQ, t)
+	switch {
+	case !s.execActive:
+		s.startExecutorLocked()
+	case s.execIdle:
+		s.execIdle = false
+		select {
+		case s.execWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Session) executor() {
+	defer s.wg.Done()
+	r := &execRun{s: s}
+	r.owner.Store(true)
+	ctx := context.WithValue(s.ctx, execRunKey{}, r)
+	watchdog := time.AfterFunc(time.Hour, r.handoff)
+	watchdog.Stop()
+	var linger *time.Timer
+	for {
+		s.mu.Lock()
+		if !r.owner.Load() {
+			s.mu.Unlock()
+			return
+		}
+		if len(s.execQ) == 0 {
+			if s.err != nil {
+				s.execActive = false
+				s.mu.Unlock()
+				return
+			}
+			s.execIdle = true
+			s.mu.Unlock()
+			if lingerFor(&linger, s.execWake, s.ctx.Done()) {
+				continue
+			}
+			s.mu.Lock()
+			s.execIdle = false
+			if len(s.execQ) == 0 || s.err != nil {
+				if r.owner.Load() {
+					s.execActive = false
+				}
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			continue
+		}
+		t := s.execQ[0]
+		s.execQ[0] = execTask{}
+		s.execQ = s.execQ[1:]
+		s.mu.Unlock()
+
+		watchdog.Reset(handoffAfter)
+		v, err := t.body(ctx)
+		watchdog.Stop()
+		s.callDone()
+		t.p.resolve(resultHook(v, err, s))
+	}
+}
+
+// run schedules body as a local call and returns the promise of its result. prepare, when not
+// nil, runs first in its own goroutine (awaiting promise arguments); the call is ready after
+// it. A nil session runs body in a plain goroutine with a background context.
+func (s *Session) run(prepare func(ctx context.Context) error, body func(ctx context.Context) (any, error)) hook {
+	p := newPromiseHook()
+	if s == nil {
+		go func() {
+			ctx := context.Background()
+			if prepare != nil {
+				if err := prepare(ctx); err != nil {
+					p.resolve(errorHook{err})
+					return
+				}
+			}
+			v, err := body(ctx)
+			p.resolve(resultHook(v, err, nil))
+		}()
+		return p
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return errorHook{s.err}
+	}
+	if s.running >= s.limits.MaxPendingCalls {
+		go s.shutdown(protocolErrorf("too many pending calls (limit %d)", s.limits.MaxPendingCalls), true)
+		return errorHook{protocolErrorf("too many pending calls")}
+	}
+	s.running++
+	if prepare == nil {
+		s.enqueueLocked(execTask{body: body, p: p})
+		return p
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := prepare(s.ctx); err != nil {
+			s.callDone()
+			p.resolve(errorHook{err})
+			return
+		}
+		s.mu.Lock()
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			s.callDone()
+			p.resolve(errorHook{err})
+			return
+		}
+		s.enqueueLocked(execTask{body: body, p: p})
+		s.mu.Unlock()
+	}()
+	return p
+}
+
+// lingerFor waits up to execLinger for a wake-up on wake, reusing *t as its timer. It reports
+// whether it was woken (false: the time passed, or done closed).
+func lingerFor(t **time.Timer, wake <-chan struct{}, done <-chan struct{}) bool {
+	if *t == nil {
+		*t = time.NewTimer(execLinger)
+	} else {
+		(*t).Reset(execLinger)
+	}
+	select {
+	case <-wake:
+		(*t).Stop()
+		return true
+	case <-(*t).C:
+		return false
+	case <-done:
+		(*t).Stop()
+		return false
+	}
+}
+
+func (s *Session) callDone() {
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
+}
+
+// spawn runs fn in a tracked goroutine and returns the promise of its result (no ordering).
+func (s *Session) spawn(fn func(ctx context.Context) (any, error)) hook {
+	p := newPromiseHook()
+	ctx := context.Background()
+	if s != nil {
+		s.mu.Lock()
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			return errorHook{err}
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		ctx = s.ctx
+	}
+	go func() {
+		if s != nil {
+			defer s.wg.Done()
+		}
+		v, err := fn(ctx)
+		p.resolve(resultHook(v, err, s))
+	}()
+	return p
+}

@@ -1,0 +1,18 @@
+package capnweb
+
+import "sort"
+
+// TableIDs lists the IDs in the session's tables (tests use it to name a leak).
+func (s *Session) TableIDs() (imports, exports []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.imports {
+		imports = append(imports, id)
+	}
+	for id := range s.exports {
+		exports = append(exports, id)
+	}
+	sort.Slice(imports, func(i, j int) bool { return imports[i] < imports[j] })
+	sort.Slice(exports, func(i, j int) bool { return exports[i] < exports[j] })
+	return imports, exports
+}

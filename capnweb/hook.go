@@ -1,0 +1,346 @@
+package capnweb
+
+import (
+	"context"
+	"sync"
+)
+
+// A hook is what a stub points at: a local Go value, a settled value, a pending local result,
+// an error, or an entry in a session's import table. It is the Go counterpart of capnweb's
+// StubHook.
+//
+// Ownership: every hook reference is owned by exactly one holder, which must call release
+// exactly once. dup returns a new reference the caller owns. call and remap take ownership of
+// their args and captures; they never take ownership of the receiver.
+//
+// No hook method may be called while holding a session lock: they may block on one.
+type hook interface {
+	// call calls the method at path (empty path: the value itself is called) and returns the
+	// promise for its result.
+	call(path []any, args *payload) hook
+	// get reads the property at path and returns the promise for its value.
+	get(path []any) hook
+	// remap applies a mapper (.map()) to the value at path.
+	remap(path []any, captures []hook, instrs []any) hook
+	// dup returns a new reference to the same thing.
+	dup() hook
+	// pull waits for the final value. The caller owns the returned value: it must release the
+	// stubs in it (releaseValue).
+	pull(ctx context.Context) (any, error)
+	// release drops this reference.
+	release()
+}
+
+// payload is a value tree on its way into a call: it may contain *Stub (owned by the payload)
+// and *pending placeholders that must be awaited before delivery.
+type payload struct {
+	v any
+}
+
+// pending is a promise inside a value tree: it is replaced by its resolution before the value
+// reaches the application.
+type pending struct {
+	h hook
+}
+
+// errorHook is a rejected promise.
+type errorHook struct{ err error }
+
+func (h errorHook) call(_ []any, args *payload) hook {
+	args.release()
+	return h
+}
+func (h errorHook) get([]any) hook { return h }
+func (h errorHook) remap(_ []any, captures []hook, _ []any) hook {
+	releaseHooks(captures)
+	return h
+}
+func (h errorHook) dup() hook                         { return h }
+func (h errorHook) pull(context.Context) (any, error) { return nil, h.err }
+func (h errorHook) release()                          {}
+
+func releaseHooks(hs []hook) {
+	for _, h := range hs {
+		if h != nil {
+			h.release()
+		}
+	}
+}
+
+// promiseHook is a local result that is not settled yet. Operations on it queue, in order, and
+// are delivered to the resolution when it arrives (E-order).
+//
+// Concurrency: mu guards every field; resolution delivery happens after unlocking.
+type promiseHook struct {
+	mu      sync.Mutex
+	done    chan struct{}
+	res     hook // set once, under mu, before done closes
+	refs    int
+	queue   []queuedOp
+	settled []func() // run, in the resolving goroutine, once res is set
+}
+
+type queuedOp struct {
+	kind     byte // 'c' call, 'g' get, 'm' remap
+	path     []any
+	args     *payload
+	captures []hook
+	instrs   []any
+	result   *promiseHook
+}
+
+func newPromiseHook() *promiseHook {
+	return &promiseHook{done: make(chan struct{}), refs: 1}
+}
+
+// resolve settles the promise with r, taking ownership of r, and delivers queued operations.
+func (p *promiseHook) resolve(r hook) {
+	p.mu.Lock()
+	if p.res != nil {
+		p.mu.Unlock()
+		r.release()
+		return
+	}
+	p.res = r
+	q := p.queue
+	p.queue = nil
+	fns := p.settled
+	p.settled = nil
+	dead := p.refs == 0
+	p.mu.Unlock()
+	// Queued operations are delivered before waiters wake, so they start first (E-order).
+	defer close(p.done)
+	defer func() {
+		for _, f := range fns {
+			f()
+		}
+	}()
+	for _, op := range q {
+		var out hook
+		switch op.kind {
+		case 'c':
+			out = r.call(op.path, op.args)
+		case 'g':
+			out = r.get(op.path)
+		default:
+			out = r.remap(op.path, op.captures, op.instrs)
+		}
+		op.result.resolve(out)
+	}
+	if dead {
+		r.release()
+	}
+}
+
+// onSettled runs f once the promise has settled: now, if it has, else in the goroutine that
+// settles it.
+func (p *promiseHook) onSettled(f func()) {
+	p.mu.Lock()
+	if p.res == nil {
+		p.settled = append(p.settled, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f()
+}
+
+// tryPull is pull when the value is at hand; ok is false when pulling would block.
+func tryPull(h hook) (v any, err error, ok bool) {
+	switch x := h.(type) {
+	case *promiseHook:
+		x.mu.Lock()
+		r := x.res
+		x.mu.Unlock()
+		if r == nil {
+			return nil, nil, false
+		}
+		return tryPull(r)
+	case *valueHook:
+		if hasPending(x.v) {
+			return nil, nil, false
+		}
+		v, err := x.pull(context.Background())
+		return v, err, true
+	case errorHook, *localHook:
+		v, err := h.pull(context.Background())
+		return v, err, true
+	}
+	return nil, nil, false
+}
+
+func (p *promiseHook) enqueue(op queuedOp) hook {
+	p.mu.Lock()
+	if p.res == nil {
+		op.result = newPromiseHook()
+		p.queue = append(p.queue, op)
+		p.mu.Unlock()
+		return op.result
+	}
+	r := p.res
+	p.mu.Unlock()
+	switch op.kind {
+	case 'c':
+		return r.call(op.path, op.args)
+	case 'g':
+		return r.get(op.path)
+	default:
+		return r.remap(op.path, op.captures, op.instrs)
+	}
+}
+
+func (p *promiseHook) call(path []any, args *payload) hook {
+	return p.enqueue(queuedOp{kind: 'c', path: path, args: args})
+}
+
+func (p *promiseHook) get(path []any) hook {
+	if len(path) == 0 {
+		return p.dup()
+	}
+	return p.enqueue(queuedOp{kind: 'g', path: path})
+}
+
+func (p *promiseHook) remap(path []any, captures []hook, instrs []any) hook {
+	return p.enqueue(queuedOp{kind: 'm', path: path, captures: captures, instrs: instrs})
+}
+
+func (p *promiseHook) dup() hook {
+	p.mu.Lock()
+	p.refs++
+	p.mu.Unlock()
+	return p
+}
+
+func (p *promiseHook) pull(ctx context.Context) (any, error) {
+	select {
+	case <-p.done:
+		return p.res.pull(ctx)
+	default:
+	}
+	yieldGate(ctx)
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	return p.res.pull(ctx)
+}
+
+func (p *promiseHook) release() {
+	p.mu.Lock()
+	p.refs--
+	var r hook
+	if p.refs == 0 && p.res != nil {
+		r = p.res
+	}
+	p.mu.Unlock()
+	if r != nil {
+		r.release()
+	}
+}
+
+// valueHook is a settled value: the result of a call, or data pushed by the peer. It owns the
+// stubs inside its value when owned is true (values that came off the wire); values returned by
+// Go methods are not owned: their targets are exported afresh whenever they are serialized.
+type valueHook struct {
+	mu    sync.Mutex
+	v     any
+	owned bool
+	refs  int
+	exec  *Session
+}
+
+func newValueHook(v any, owned bool, exec *Session) *valueHook {
+	return &valueHook{v: v, owned: owned, refs: 1, exec: exec}
+}
+
+func (h *valueHook) dup() hook {
+	h.mu.Lock()
+	h.refs++
+	h.mu.Unlock()
+	return h
+}
+
+func (h *valueHook) release() {
+	h.mu.Lock()
+	h.refs--
+	last := h.refs == 0
+	h.mu.Unlock()
+	if last && h.owned {
+		releaseValue(h.v)
+	}
+}
+
+func (h *valueHook) pull(ctx context.Context) (any, error) {
+	if isTarget(h.v) || isCallable(h.v) {
+		return newStub(newLocalHook(h.v, h.exec)), nil
+	}
+	v := copyValue(h.v)
+	markDelivered(v)
+	return resolveValue(ctx, v)
+}
+
+func (h *valueHook) get(path []any) hook {
+	if len(path) == 0 {
+		return h.dup()
+	}
+	return followValue(h.v, path, h.exec, func(rest hook, p []any) hook { return rest.get(p) },
+		func(v any) hook { return newValueHook(copyValue(v), true, h.exec) })
+}
+
+func (h *valueHook) call(path []any, args *payload) hook {
+	if len(path) == 0 {
+		if isCallable(h.v) {
+			return newLocalHook(h.v, h.exec).callAndRelease(nil, args)
+		}
+		args.release()
+		return errorHook{NewError("TypeError", "value is not a function")}
+	}
+	parent, last := path[:len(path)-1], path[len(path)-1]
+	return followValue(h.v, parent, h.exec, func(rest hook, p []any) hook {
+		return rest.call(append(p, last), args)
+	}, func(v any) hook {
+		return newLocalHook(v, h.exec).callAndRelease([]any{last}, args)
+	})
+}
+
+func (h *valueHook) remap(path []any, captures []hook, instrs []any) hook {
+	return followValue(h.v, path, h.exec, func(rest hook, p []any) hook {
+		return rest.remap(p, captures, instrs)
+	}, func(v any) hook {
+		return applyMap(h.exec, v, captures, instrs)
+	})
+}
+
+// followValue walks path through a value. When the walk reaches a stub, a promise or a local
+// target, the rest of the path is handed to delegate with that thing's hook; otherwise leaf is
+// called with the value found (Undefined when the path leads nowhere).
+func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []any) hook, leaf func(v any) hook) hook {
+	for i, part := range path {
+		switch x := v.(type) {
+		case *Stub:
+			h, err := x.hookRef()
+			if err != nil {
+				return errorHook{err}
+			}
+			return delegate(h, path[i:])
+		case *pending:
+			return delegate(x.h, path[i:])
+		}
+		if isTarget(v) {
+			return delegate(newLocalHook(v, exec), path[i:])
+		}
+		v = property(v, part)
+	}
+	switch x := v.(type) {
+	case *Stub:
+		h, err := x.hookRef()
+		if err != nil {
+			return errorHook{err}
+		}
+		return delegate(h, nil)
+	case *pending:
+		return delegate(x.h, nil)
+	}
+	return leaf(v)
+}

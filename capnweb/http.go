@@ -1,0 +1,475 @@
+package capnweb
+
+// HTTP transports: WebSocket (one session per connection) and HTTP batch (one session per POST,
+// newline-delimited messages), served together by Handler, and their clients.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+)
+
+// HandlerOptions configure a Handler. Nil means the documented defaults.
+type HandlerOptions struct {
+	// Session configures every session the handler starts.
+	Session Options
+	// OriginPatterns lists the host patterns (path.Match syntax) allowed to open a WebSocket from
+	// a browser page of another origin. Nil allows same-origin pages and non-browser clients only.
+	OriginPatterns []string
+	// MaxBatchBytes bounds an HTTP batch request body. Zero means Session.Limits.MaxMessageSize
+	// (16 MiB by default).
+	MaxBatchBytes int64
+	// BatchTimeout bounds how long a batch waits for its pulled results. Zero means 60 s. When it
+	// passes, the response carries what has settled.
+	BatchTimeout time.Duration
+	// OnSession, when set, is called with each WebSocket session as it starts, for example to
+	// keep s.Main(), the client's own main object, and call it later. It must not block.
+	OnSession func(r *http.Request, s *Session)
+}
+
+// Handler serves capnweb over HTTP: a WebSocket upgrade starts a session for the connection's
+// life; a POST is an HTTP batch. Any other request gets 405.
+type Handler struct {
+	newMain func(r *http.Request) (any, error)
+	opts    HandlerOptions
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// NewHandler returns a handler whose sessions offer the main object newMain returns for each
+// request (for example one scoped to the request's credentials). An error from newMain is
+// answered with 401 if it is ErrUnauthorized, else 500, before any session starts.
+func NewHandler(newMain func(r *http.Request) (any, error), opts *HandlerOptions) *Handler {
+	h := &Handler{newMain: newMain, sessions: map[*Session]struct{}{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	return h
+}
+
+// ErrUnauthorized may be returned by a Handler's newMain to refuse a request with 401.
+var ErrUnauthorized = errors.New("capnweb: unauthorized")
+
+func (h *Handler) track(s *Session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.sessions[s] = struct{}{}
+	h.wg.Add(1)
+	return true
+}
+
+func (h *Handler) untrack(s *Session) {
+	h.mu.Lock()
+	delete(h.sessions, s)
+	h.mu.Unlock()
+	h.wg.Done()
+}
+
+// Close ends every live session and waits for them. Register it with
+// http.Server.RegisterOnShutdown: Shutdown does not close hijacked (WebSocket) connections.
+// It is idempotent; requests after it get 503.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	live := make([]*Session, 0, len(h.sessions))
+	for s := range h.sessions {
+		live = append(live, s)
+	}
+	h.mu.Unlock()
+	for _, s := range live {
+		s.shutdown(ErrSessionClosed, false)
+	}
+	h.wg.Wait()
+	return nil
+}
+
+// Sessions returns the number of live sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	isWS := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+	if r.Method != http.MethodPost && !isWS {
+		w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		io.WriteString(w, "This endpoint only accepts POST requests.")
+		return
+	}
+	main, err := h.newMain(r)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, ErrUnauthorized) {
+			code = http.StatusUnauthorized
+		}
+		http.Error(w, http.StatusText(code), code)
+		return
+	}
+	if isWS {
+		h.serveWebSocket(w, r, main)
+		return
+	}
+	h.serveBatch(w, r, main)
+}
+
+func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main any) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
+	if err != nil {
+		return // Accept has answered the request
+	}
+	t := newWSTransport(c, h.opts.Session.Limits.withDefaults().MaxMessageSize)
+	s := newSession(t, main, &h.opts.Session, notBatch, false)
+	if !h.track(s) {
+		s.shutdown(ErrSessionClosed, false)
+		s.serve()
+		return
+	}
+	defer h.untrack(s)
+	if h.opts.OnSession != nil {
+		h.opts.OnSession(r, s)
+	}
+	s.serve() // the read loop runs in this (the connection's) goroutine
+}
+
+func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
+	limit := h.opts.MaxBatchBytes
+	if limit <= 0 {
+		limit = int64(h.opts.Session.Limits.withDefaults().MaxMessageSize)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("batch exceeds %d bytes", limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "cannot read request body", http.StatusBadRequest)
+		return
+	}
+	var msgs [][]byte
+	if len(body) > 0 {
+		msgs = bytes.Split(body, []byte("\n"))
+	}
+	t := &batchServerTransport{in: msgs, allIn: make(chan struct{}), closed: make(chan struct{})}
+	s := newSession(t, main, &h.opts.Session, batchServer, true)
+	if !h.track(s) {
+		s.Close()
+		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.untrack(s)
+	timeout := h.opts.BatchTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	select {
+	case <-t.allIn:
+		s.drain(ctx)
+	case <-s.Done():
+	case <-ctx.Done():
+	}
+	s.flush()
+	failed := s.Err()
+	s.Close()
+	if failed != nil && !errors.Is(failed, ErrSessionClosed) {
+		w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, defaultWireError(failed).Message)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
+	w.Write(t.response())
+}
+
+// drain waits until every pulled export has been answered and queued, or ctx ends.
+func (s *Session) drain(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	for s.pulling > 0 && s.err == nil && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+}
+
+type batchServerTransport struct {
+	mu     sync.Mutex
+	in     [][]byte
+	out    [][]byte
+	allIn  chan struct{}
+	once   sync.Once
+	closed chan struct{}
+	cOnce  sync.Once
+}
+
+func (t *batchServerTransport) Send(_ context.Context, msg []byte) error {
+	t.mu.Lock()
+	t.out = append(t.out, msg)
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *batchServerTransport) Receive(ctx context.Context) ([]byte, error) {
+	t.mu.Lock()
+	if len(t.in) > 0 {
+		m := t.in[0]
+		t.in = t.in[1:]
+		t.mu.Unlock()
+		return m, nil
+	}
+	t.mu.Unlock()
+	t.once.Do(func() { close(t.allIn) })
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-t.closed:
+		return nil, io.EOF
+	}
+}
+
+func (t *batchServerTransport) Close(error) error {
+	t.cOnce.Do(func() { close(t.closed) })
+	return nil
+}
+
+// response joins the sent messages with newlines; there is no trailing newline (the JS client
+// would read an empty message after one).
+func (t *batchServerTransport) response() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return bytes.Join(t.out, []byte("\n"))
+}
+
+// ---- WebSocket transport ----
+
+// maxCloseReason is the longest close reason a WebSocket close frame carries.
+const maxCloseReason = 123
+
+type wsTransport struct {
+	c   *websocket.Conn
+	max int
+	buf bytes.Buffer
+}
+
+func newWSTransport(c *websocket.Conn, maxMessage int) *wsTransport {
+	// The limit is ours to enforce (Receive), so that the peer gets an abort saying why.
+	c.SetReadLimit(-1)
+	return &wsTransport{c: c, max: maxMessage}
+}
+
+// Send and Receive ignore ctx: a context that can be canceled costs a registration per frame in
+// the WebSocket library, and Close already unblocks both.
+func (t *wsTransport) Send(_ context.Context, msg []byte) error {
+	return t.c.Write(context.Background(), websocket.MessageText, msg)
+}
+
+func (t *wsTransport) Receive(context.Context) ([]byte, error) {
+	typ, r, err := t.c.Reader(context.Background())
+	if err != nil {
+		if cs := websocket.CloseStatus(err); cs != -1 {
+			var ce websocket.CloseError
+			errors.As(err, &ce)
+			return nil, fmt.Errorf("peer closed WebSocket: %d %s", cs, ce.Reason)
+		}
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, typeErrorf("Received unexpected message type from WebSocket.")
+	}
+	t.buf.Reset()
+	n, err := t.buf.ReadFrom(io.LimitReader(r, int64(t.max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > int64(t.max) {
+		return nil, typeErrorf("Incoming message exceeds maximum size of %d bytes.", t.max)
+	}
+	return bytes.Clone(t.buf.Bytes()), nil
+}
+
+func (t *wsTransport) Close(reason error) error {
+	if reason == nil {
+		return t.c.Close(websocket.StatusNormalClosure, "")
+	}
+	return t.c.Close(3000, closeReason(reason.Error()))
+}
+
+// closeReason truncates a close reason to 123 bytes without splitting a UTF-8 sequence.
+func closeReason(s string) string {
+	if len(s) <= maxCloseReason {
+		return s
+	}
+	s = s[:maxCloseReason]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// DialOptions configure Dial. Nil means defaults.
+type DialOptions struct {
+	Session Options
+	// Header is sent with the upgrade request (for example Authorization).
+	Header http.Header
+	// HTTPClient makes the upgrade request. Nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Dial opens a WebSocket session to url (ws:// or wss://). main is offered to the server, as
+// in NewSession (nil for none). Close the session when done.
+func Dial(ctx context.Context, url string, main any, opts *DialOptions) (*Session, error) {
+	var o DialOptions
+	if opts != nil {
+		o = *opts
+	}
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: o.Header, HTTPClient: o.HTTPClient})
+	if err != nil {
+		return nil, fmt.Errorf("capnweb: dial %s: %w", url, err)
+	}
+	return NewSession(newWSTransport(c, o.Session.Limits.withDefaults().MaxMessageSize), main, &o.Session), nil
+}
+
+// ---- HTTP batch client ----
+
+// NewBatchSession returns a session that sends its calls to url as one HTTP batch, posted when
+// the first promise is awaited; calls made before then ride in the same request (and pipeline).
+// The session ends with the response: later calls fail. Callbacks passed to the server can be
+// called by it within the batch, but their results never reach it. opts may be nil.
+func NewBatchSession(url string, main any, opts *DialOptions) *Session {
+	var o DialOptions
+	if opts != nil {
+		o = *opts
+	}
+	client := o.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	t := &batchClientTransport{url: url, header: o.Header, client: client, ready: make(chan struct{}), closed: make(chan struct{})}
+	s := newSession(t, main, &o.Session, batchClient, true)
+	t.s = s
+	return s
+}
+
+type batchClientTransport struct {
+	url    string
+	header http.Header
+	client *http.Client
+	s      *Session
+
+	mu     sync.Mutex
+	out    [][]byte
+	sent   bool
+	ready  chan struct{} // closed when the response (or failure) is in
+	in     [][]byte
+	err    error
+	closed chan struct{}
+	cOnce  sync.Once
+}
+
+func (t *batchClientTransport) Send(_ context.Context, msg []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sent {
+		return nil // the batch has gone; the JS client drops these too
+	}
+	t.out = append(t.out, msg)
+	return nil
+}
+
+func (t *batchClientTransport) flushBatch() {
+	t.mu.Lock()
+	if t.sent {
+		t.mu.Unlock()
+		return
+	}
+	t.sent = true
+	body := bytes.Join(t.out, []byte("\n"))
+	t.out = nil
+	t.mu.Unlock()
+	go t.post(body)
+}
+
+var errBatchEnded = errors.New("Batch RPC request ended.")
+
+func (t *batchClientTransport) post(body []byte) {
+	var in [][]byte
+	err := func() error {
+		req, err := http.NewRequestWithContext(t.s.ctx, http.MethodPost, t.url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, v := range t.header {
+			req.Header[k] = v
+		}
+		req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+		resp, err := t.client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("RPC request failed: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.s.limits.MaxMessageSize)+1))
+		if err != nil {
+			return err
+		}
+		if len(data) > 0 {
+			in = bytes.Split(data, []byte("\n"))
+		}
+		return nil
+	}()
+	t.mu.Lock()
+	t.in, t.err = in, err
+	t.mu.Unlock()
+	close(t.ready)
+}
+
+func (t *batchClientTransport) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-t.closed:
+		return nil, io.EOF
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.in) > 0 {
+		m := t.in[0]
+		t.in = t.in[1:]
+		return m, nil
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	return nil, errBatchEnded
+}
+
+func (t *batchClientTransport) Close(error) error {
+	t.cOnce.Do(func() { close(t.closed) })
+	return nil
+}

@@ -1,0 +1,403 @@
+package capnweb
+
+// A strict JSON reader and a small JSON writer for the wire.
+//
+// The reader exists because encoding/json is too lenient for a hostile peer: it accepts duplicate
+// object keys (last one wins, which lets a message smuggle a second value past a checker) and has
+// no depth limit. This one rejects duplicate keys, bounds nesting depth, and produces the generic
+// tree the evaluator walks: nil, bool, float64, string, []any, map[string]any.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+type jsonReader struct {
+	data     []byte
+	pos      int
+	maxDepth int
+}
+
+// parseJSON parses exactly one JSON value (surrounding whitespace allowed).
+func parseJSON(data []byte, maxDepth int) (any, error) {
+	r := jsonReader{data: data, maxDepth: maxDepth}
+	v, err := r.value(0)
+	if err != nil {
+		return nil, err
+	}
+	r.skipSpace()
+	if r.pos != len(r.data) {
+		return nil, r.errorf("unexpected data after JSON value")
+	}
+	return v, nil
+}
+
+func (r *jsonReader) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at offset %d: %s", r.pos, fmt.Sprintf(format, args...))
+}
+
+func (r *jsonReader) skipSpace() {
+	for r.pos < len(r.data) {
+		switch r.data[r.pos] {
+		case ' ', '\t', '\n', '\r':
+			r.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (r *jsonReader) value(depth int) (any, error) {
+	if depth >= r.maxDepth {
+		return nil, fmt.Errorf("message exceeds maximum nesting depth of %d", r.maxDepth)
+	}
+	r.skipSpace()
+	if r.pos >= len(r.data) {
+		return nil, r.errorf("unexpected end of input")
+	}
+	switch c := r.data[r.pos]; {
+	case c == '{':
+		return r.object(depth)
+	case c == '[':
+		return r.array(depth)
+	case c == '"':
+		return r.string()
+	case c == 't':
+		return true, r.literal("true")
+	case c == 'f':
+		return false, r.literal("false")
+	case c == 'n':
+		return nil, r.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return r.number()
+	default:
+		return nil, r.errorf("unexpected character %q", c)
+	}
+}
+
+func (r *jsonReader) literal(word string) error {
+	if len(r.data)-r.pos < len(word) || string(r.data[r.pos:r.pos+len(word)]) != word {
+		return r.errorf("invalid literal")
+	}
+	r.pos += len(word)
+	return nil
+}
+
+func (r *jsonReader) object(depth int) (any, error) {
+	r.pos++ // '{'
+	m := map[string]any{}
+	r.skipSpace()
+	if r.pos < len(r.data) && r.data[r.pos] == '}' {
+		r.pos++
+		return m, nil
+	}
+	for {
+		r.skipSpace()
+		if r.pos >= len(r.data) || r.data[r.pos] != '"' {
+			return nil, r.errorf("expected object key")
+		}
+		k, err := r.string()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[k]; dup {
+			return nil, r.errorf("duplicate object key %q", truncate(k, 64))
+		}
+		r.skipSpace()
+		if r.pos >= len(r.data) || r.data[r.pos] != ':' {
+			return nil, r.errorf("expected ':'")
+		}
+		r.pos++
+		v, err := r.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		r.skipSpace()
+		if r.pos >= len(r.data) {
+			return nil, r.errorf("unexpected end of input")
+		}
+		switch r.data[r.pos] {
+		case ',':
+			r.pos++
+		case '}':
+			r.pos++
+			return m, nil
+		default:
+			return nil, r.errorf("expected ',' or '}'")
+		}
+	}
+}
+
+func (r *jsonReader) array(depth int) (any, error) {
+	r.pos++ // '['
+	a := []any{}
+	r.skipSpace()
+	if r.pos < len(r.data) && r.data[r.pos] == ']' {
+		r.pos++
+		return a, nil
+	}
+	for {
+		v, err := r.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		r.skipSpace()
+		if r.pos >= len(r.data) {
+			return nil, r.errorf("unexpected end of input")
+		}
+		switch r.data[r.pos] {
+		case ',':
+			r.pos++
+		case ']':
+			r.pos++
+			return a, nil
+		default:
+			return nil, r.errorf("expected ',' or ']'")
+		}
+	}
+}
+
+func (r *jsonReader) number() (any, error) {
+	start := r.pos
+	if r.data[r.pos] == '-' {
+		r.pos++
+	}
+	digits := func() int {
+		n := 0
+		for r.pos < len(r.data) && r.data[r.pos] >= '0' && r.data[r.pos] <= '9' {
+			r.pos++
+			n++
+		}
+		return n
+	}
+	if r.pos < len(r.data) && r.data[r.pos] == '0' {
+		r.pos++
+	} else if digits() == 0 {
+		return nil, r.errorf("invalid number")
+	}
+	if r.pos < len(r.data) && r.data[r.pos] == '.' {
+		r.pos++
+		if digits() == 0 {
+			return nil, r.errorf("invalid number")
+		}
+	}
+	if r.pos < len(r.data) && (r.data[r.pos] == 'e' || r.data[r.pos] == 'E') {
+		r.pos++
+		if r.pos < len(r.data) && (r.data[r.pos] == '+' || r.data[r.pos] == '-') {
+			r.pos++
+		}
+		if digits() == 0 {
+			return nil, r.errorf("invalid number")
+		}
+	}
+	f, err := strconv.ParseFloat(string(r.data[start:r.pos]), 64)
+	if err != nil {
+		// Out of range: JSON.parse yields ±Infinity; do the same.
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+			return f, nil
+		}
+		return nil, r.errorf("invalid number")
+	}
+	return f, nil
+}
+
+func (r *jsonReader) string() (string, error) {
+	r.pos++ // opening quote
+	start := r.pos
+	// Fast path: no escapes.
+	for r.pos < len(r.data) {
+		c := r.data[r.pos]
+		if c == '"' {
+			s := r.data[start:r.pos]
+			r.pos++
+			if !utf8.Valid(s) {
+				return string([]rune(string(s))), nil // replaces invalid bytes with U+FFFD
+			}
+			return string(s), nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", r.errorf("control character in string")
+		}
+		r.pos++
+	}
+	buf := append([]byte(nil), r.data[start:r.pos]...)
+	for r.pos < len(r.data) {
+		c := r.data[r.pos]
+		switch {
+		case c == '"':
+			r.pos++
+			if !utf8.Valid(buf) {
+				return string([]rune(string(buf))), nil
+			}
+			return string(buf), nil
+		case c < 0x20:
+			return "", r.errorf("control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			r.pos++
+			continue
+		}
+		r.pos++
+		if r.pos >= len(r.data) {
+			break
+		}
+		e := r.data[r.pos]
+		r.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r1, ok := r.hex4()
+			if !ok {
+				return "", r.errorf("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r1) {
+				// A high surrogate followed by an escaped low surrogate forms one rune; a lone
+				// surrogate becomes U+FFFD, as a JS string round-trips through UTF-8.
+				save := r.pos
+				if r.pos+1 < len(r.data) && r.data[r.pos] == '\\' && r.data[r.pos+1] == 'u' {
+					r.pos += 2
+					if r2, ok := r.hex4(); ok {
+						if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+							buf = utf8.AppendRune(buf, dec)
+							continue
+						}
+					}
+				}
+				r.pos = save
+				r1 = utf8.RuneError
+			}
+			buf = utf8.AppendRune(buf, r1)
+		default:
+			return "", r.errorf("invalid escape")
+		}
+	}
+	return "", r.errorf("unterminated string")
+}
+
+func (r *jsonReader) hex4() (rune, bool) {
+	if len(r.data)-r.pos < 4 {
+		return 0, false
+	}
+	var v rune
+	for _, c := range r.data[r.pos : r.pos+4] {
+		v <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			v |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			v |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			v |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	r.pos += 4
+	return v, true
+}
+
+// appendJSONString appends s as a JSON string. Only what JSON requires is escaped (as
+// JSON.stringify does); invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				const hex = "0123456789abcdef"
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendJSONNumber appends a finite float as JSON.stringify would print it.
+func appendJSONNumber(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0') // also -0, as JSON.stringify prints it
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-6 && abs < 1e21 {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	// JS prints exponents without a leading zero and with an explicit '+'.
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	for i := 0; i < len(s); i++ {
+		if s[i] == 'e' {
+			mant, exp := s[:i], s[i+1:]
+			sign := exp[0]
+			exp = exp[1:]
+			for len(exp) > 1 && exp[0] == '0' {
+				exp = exp[1:]
+			}
+			b = append(b, mant...)
+			b = append(b, 'e', sign)
+			return append(b, exp...)
+		}
+	}
+	return append(b, s...)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

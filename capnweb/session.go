@@ -1,0 +1,1025 @@
+package capnweb
+
+// Session: one end of a capnweb connection, with its import and export tables.
+//
+// Concurrency model
+//
+//   - The read loop (one goroutine) receives and handles messages in order. It evaluates
+//     expressions and delivers calls to hooks without holding any lock.
+//   - The write loop (one goroutine) sends queued messages in order, then closes the transport
+//     when the session ends.
+//   - Local calls run in their own goroutines, started in arrival order (run), and tracked by wg.
+//   - sendMu serializes "encode a message and queue it", so that IDs chosen while encoding (pipes,
+//     pushes) follow the order of the messages on the wire.
+//   - mu guards the tables, counters and the outbound queue. It is held only briefly and never
+//     while calling a hook, the transport or application code.
+//   - Lock order: sendMu, then mu. A hook method may take either, so none is held around one.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Transport carries whole messages (one JSON value each) between two sessions.
+type Transport interface {
+	// Send sends one message. It is called from one goroutine at a time.
+	Send(ctx context.Context, msg []byte) error
+	// Receive returns the next message; io.EOF (or any error) ends the session.
+	Receive(ctx context.Context) ([]byte, error)
+	// Close ends the transport; it must unblock a pending Send or Receive. reason is nil for a
+	// normal close, or the error that aborted the session (a WebSocket closes with code 3000 and
+	// the reason's text). It is called once.
+	Close(reason error) error
+}
+
+// Options configure a session. The zero value (and nil) means the documented defaults.
+type Options struct {
+	// Limits bound what a peer may send; zero fields take DefaultLimits' values.
+	Limits Limits
+	// SendError, when set, converts every error sent to the peer (a failed call, an abort). A nil
+	// return means the default: *Error values as they are, stack removed; any other error as
+	// "Error: internal error".
+	SendError func(err error) *Error
+	// Logger receives session-level events (aborts). Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Limits bound a session's inputs. Crossing one aborts the session with a message saying which.
+type Limits struct {
+	MaxMessageSize  int // bytes per message; default 16 MiB (the JS library allows 32 Mi units)
+	MaxDepth        int // nesting depth of an expression; default 256, as the JS library
+	MaxBigIntDigits int // default 16384, as the JS library
+	MaxImports      int // entries in the import table; default 65536
+	MaxExports      int // entries in the export table; default 65536
+	MaxPendingCalls int // local calls running at once for this peer; default 4096
+}
+
+// DefaultLimits are the limits used for zero fields of Options.Limits.
+var DefaultLimits = Limits{
+	MaxMessageSize:  16 << 20,
+	MaxDepth:        256,
+	MaxBigIntDigits: 16384,
+	MaxImports:      1 << 16,
+	MaxExports:      1 << 16,
+	MaxPendingCalls: 4096,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxMessageSize > 0 {
+		d.MaxMessageSize = l.MaxMessageSize
+	}
+	if l.MaxDepth > 0 {
+		d.MaxDepth = l.MaxDepth
+	}
+	if l.MaxBigIntDigits > 0 {
+		d.MaxBigIntDigits = l.MaxBigIntDigits
+	}
+	if l.MaxImports > 0 {
+		d.MaxImports = l.MaxImports
+	}
+	if l.MaxExports > 0 {
+		d.MaxExports = l.MaxExports
+	}
+	if l.MaxPendingCalls > 0 {
+		d.MaxPendingCalls = l.MaxPendingCalls
+	}
+	return d
+}
+
+// Session is one end of a capnweb connection. Both ends are alike: each may offer a main object
+// and call the other's.
+type Session struct {
+	t      Transport
+	opts   Options
+	limits Limits
+	log    *slog.Logger
+	batch  batchMode
+
+	ctx    context.Context // session lifetime: canceled when the session ends
+	cancel context.CancelCauseFunc
+	// tctx lives until the transport is closed (the write loop may still send the final abort
+	// after ctx ends). Transports that honor contexts unblock with it.
+	tctx      context.Context
+	tcancel   context.CancelFunc
+	closeOnce sync.Once
+	done      chan struct{}
+	wg        sync.WaitGroup // read loop, write loop, executor, local calls, export resolvers
+
+	sendMu sync.Mutex
+
+	mu           sync.Mutex
+	cond         *sync.Cond // signals: queue has messages, queue drained, pulls settled
+	exports      map[int64]*exportEntry
+	imports      map[int64]*importEntry
+	nextExportID int64 // next negative ID we choose
+	nextPushID   int64 // ID of the next push the peer sends us
+	nextImportID int64 // ID of our next push
+	out          [][]byte
+	writing      bool // the write loop is sending a batch
+	writerActive bool // a write loop goroutine exists
+	writerIdle   bool // it is lingering, waiting for messages
+	writeWake    chan struct{}
+	closing      bool
+	err          error // why the session ended; set once
+	pulling      int
+	running      int
+	execQ        []execTask // ready local calls, in order (exec.go)
+	execActive   bool       // an executor goroutine owns execQ
+	execIdle     bool       // it is waiting for work
+	execWake     chan struct{}
+	targets      map[any]*targetRef
+
+	mainStub *Stub
+}
+
+type batchMode int
+
+const (
+	notBatch batchMode = iota
+	batchServer
+	batchClient
+)
+
+type exportEntry struct {
+	h            hook
+	refs         int
+	pulling      bool
+	autoRelease  bool
+	pipeReadable *ReadableStream
+}
+
+type importEntry struct {
+	id         int64
+	localRefs  int
+	remoteRefs int
+	promise    bool
+	res        hook // resolution; set once
+	done       chan struct{}
+	pulled     bool
+	inflight   int  // calls being encoded against this ID
+	relPending bool // a release waits for inflight to reach zero
+	gone       bool // removed from the table
+}
+
+// NewSession starts a session over t. main is the object offered to the peer as its main stub
+// (ID 0): a value embedding Target, a func, a *Stub, or nil for none. opts may be nil.
+func NewSession(t Transport, main any, opts *Options) *Session {
+	return newSession(t, main, opts, notBatch, true)
+}
+
+// newSession makes a session; with startReader false the caller runs s.serve() itself.
+func newSession(t Transport, main any, opts *Options, mode batchMode, startReader bool) *Session {
+	s := &Session{
+		t:            t,
+		batch:        mode,
+		done:         make(chan struct{}),
+		exports:      map[int64]*exportEntry{},
+		imports:      map[int64]*importEntry{},
+		nextExportID: -1,
+		nextPushID:   1,
+		nextImportID: 1,
+		targets:      map[any]*targetRef{},
+		execWake:     make(chan struct{}, 1),
+		writeWake:    make(chan struct{}, 1),
+	}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.limits = s.opts.Limits.withDefaults()
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.tctx, s.tcancel = context.WithCancel(context.Background())
+
+	var mainHook hook
+	switch m := main.(type) {
+	case nil:
+		mainHook = errorHook{NewError("Error", "This connection has no main object.")}
+	case *Stub:
+		h, err := m.hookRef()
+		if err != nil {
+			mainHook = errorHook{err}
+		} else {
+			mainHook = h.dup()
+		}
+	default:
+		mainHook = s.exportableHook(main)
+	}
+	s.exports[0] = &exportEntry{h: mainHook, refs: 1}
+	e := &importEntry{id: 0, localRefs: 1, remoteRefs: 1, done: make(chan struct{})}
+	s.imports[0] = e
+	s.mainStub = newStub(&importHook{s: s, e: e, main: true})
+
+	if startReader {
+		s.wg.Add(1)
+		go s.readLoop()
+	}
+	return s
+}
+
+// Main returns the peer's main object. The session owns it: do not release it; Close ends the
+// session instead.
+func (s *Session) Main() *Stub { return s.mainStub }
+
+// Done is closed when the session has ended.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns why the session ended (nil while it runs). A normal end is ErrSessionClosed.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Context returns the session's context, canceled with the session's error when it ends. Calls
+// into local targets receive it.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Close ends the session normally: pending calls fail with ErrSessionClosed, exports are
+// released, and the transport is closed. It waits for the session's goroutines. It is
+// idempotent.
+func (s *Session) Close() error {
+	s.shutdown(ErrSessionClosed, false)
+	s.wg.Wait()
+	return nil
+}
+
+// Abort ends the session with err, sending it to the peer in an abort message.
+func (s *Session) Abort(err error) {
+	s.shutdown(err, true)
+}
+
+// Stats counts the entries in the session's tables, for tests and monitoring.
+type Stats struct {
+	Imports, Exports int
+}
+
+// Stats returns the table sizes, counting the two main entries.
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Imports: len(s.imports), Exports: len(s.exports)}
+}
+
+// ---- the two loops ----
+
+// serve runs the read loop in the calling goroutine until the session ends, then waits for the
+// session's goroutines. (A Handler serves each WebSocket this way: no extra goroutine.)
+func (s *Session) serve() {
+	s.wg.Add(1)
+	s.readLoop()
+	s.wg.Wait()
+}
+
+func (s *Session) readLoop() {
+	defer s.wg.Done()
+	for {
+		// Not s.ctx: the write loop may still have an abort message to send after the session
+		// ended. Closing the transport ends the read.
+		msg, err := s.t.Receive(s.tctx)
+		if err != nil {
+			var ae *abortError
+			switch {
+			case s.ctx.Err() != nil:
+			case errors.As(err, &ae):
+				s.shutdown(err, true)
+			default:
+				s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
+			}
+			return
+		}
+		if len(msg) > s.limits.MaxMessageSize {
+			s.shutdown(typeErrorf("Incoming message exceeds maximum size of %d bytes.", s.limits.MaxMessageSize), true)
+			return
+		}
+		if err := s.handle(msg); err != nil {
+			s.shutdown(err, true)
+			return
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// closeGrace bounds how long the write loop may keep sending after the session ended.
+const closeGrace = 5 * time.Second
+
+// closeTransport closes the transport once, with the session's end reason.
+func (s *Session) closeTransport() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		reason := s.err
+		s.mu.Unlock()
+		if errors.Is(reason, ErrSessionClosed) {
+			reason = nil
+		}
+		s.t.Close(reason)
+		s.tcancel()
+	})
+}
+
+// kickWriterLocked makes sure a write loop will look at the queue. Caller holds mu.
+func (s *Session) kickWriterLocked() {
+	switch {
+	case !s.writerActive:
+		s.writerActive = true
+		s.wg.Add(1)
+		go s.writeLoop()
+	case s.writerIdle:
+		s.writerIdle = false
+		select {
+		case s.writeWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// writeLoop sends queued messages in order. It runs while there is something to send, lingers
+// briefly, and exits; once the session is closing and the queue is empty it closes the
+// transport.
+func (s *Session) writeLoop() {
+	defer s.wg.Done()
+	var linger *time.Timer
+	for {
+		s.mu.Lock()
+		if len(s.out) == 0 {
+			if s.closing {
+				s.writerActive = false
+				s.cond.Broadcast()
+				s.mu.Unlock()
+				s.closeTransport()
+				return
+			}
+			s.writerIdle = true
+			s.mu.Unlock()
+			// The writer waits out the linger even after the session ended: it must still
+			// close the transport, which the next pass does.
+			if lingerFor(&linger, s.writeWake, nil) {
+				continue
+			}
+			s.mu.Lock()
+			s.writerIdle = false
+			if len(s.out) == 0 && !s.closing {
+				s.writerActive = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			continue
+		}
+		batch := s.out
+		s.out = nil
+		s.writing = true
+		s.mu.Unlock()
+		for _, m := range batch {
+			if err := s.t.Send(s.tctx, m); err != nil {
+				s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
+				break
+			}
+		}
+		s.mu.Lock()
+		s.writing = false
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// queueLocked appends a message to the outbound queue. Caller holds mu.
+func (s *Session) queueLocked(msg []byte) {
+	if s.err != nil {
+		return
+	}
+	s.out = append(s.out, msg)
+	s.kickWriterLocked()
+}
+
+// flush waits until every queued message has been handed to the transport (or the session
+// has ended and its writer is gone).
+func (s *Session) flush() {
+	s.mu.Lock()
+	for (len(s.out) > 0 || s.writing) && s.writerActive {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+}
+
+// shutdown ends the session once: records err, queues an abort message if asked, fails every
+// pending import, releases every export, and lets the write loop close the transport.
+func (s *Session) shutdown(err error, sendAbort bool) {
+	var abortMsg []byte
+	if sendAbort {
+		enc := encoder{s: s}
+		enc.b = append(enc.b, `["abort",`...)
+		enc.errorValue(s.wireError(err), 0)
+		enc.b = append(enc.b, ']')
+		abortMsg = enc.b
+	}
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	if abortMsg != nil {
+		s.out = append(s.out, abortMsg)
+	}
+	s.err = err
+	s.closing = true
+	s.kickWriterLocked()
+	exports := s.exports
+	imports := s.imports
+	s.exports = map[int64]*exportEntry{}
+	s.imports = map[int64]*importEntry{}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+
+	if sendAbort && !errors.Is(err, ErrSessionClosed) {
+		s.log.Debug("capnweb: session aborted", "err", err)
+	}
+	s.cancel(err)
+	// A peer that stopped reading cannot hold the session open: the transport closes anyway.
+	time.AfterFunc(closeGrace, s.closeTransport)
+	broken := err
+	if errors.Is(err, ErrSessionClosed) {
+		broken = ErrSessionClosed
+	}
+	for _, e := range imports {
+		s.mu.Lock()
+		e.gone = true
+		var res hook
+		if e.res == nil {
+			e.res = errorHook{broken}
+			close(e.done)
+		} else if e.localRefs == 0 {
+			res = e.res
+		}
+		s.mu.Unlock()
+		if res != nil {
+			res.release()
+		}
+	}
+	for _, x := range exports {
+		x.h.release()
+		if x.pipeReadable != nil {
+			x.pipeReadable.fail(broken)
+		}
+	}
+	close(s.done)
+}
+
+// resultHook turns what a Go function returned into the hook that settles its promise.
+func resultHook(v any, err error, s *Session) hook {
+	if err != nil {
+		return errorHook{err}
+	}
+	switch x := v.(type) {
+	case hook:
+		return x
+	case *Promise:
+		// The application handed us its promise: we take it over.
+		h := x.c.take()
+		if h == nil {
+			return errorHook{ErrReleased}
+		}
+		x.cleanup.Stop()
+		if len(x.path) > 0 {
+			g := h.get(x.path)
+			h.release()
+			return g
+		}
+		return h
+	}
+	return newValueHook(v, false, s)
+}
+
+// exportableHook returns the hook to export for a local value, counting target references so
+// the target's Dispose runs when the peer lets go of it.
+func (s *Session) exportableHook(v any) hook {
+	if _, ok := v.(Disposer); !ok || !isComparable(v) {
+		return newLocalHook(v, s)
+	}
+	s.mu.Lock()
+	ref := s.targets[v]
+	if ref == nil {
+		ref = &targetRef{}
+		s.targets[v] = ref
+	}
+	ref.refs++
+	s.mu.Unlock()
+	return &localHook{v: v, exec: s, ref: ref}
+}
+
+func (s *Session) targetRefAdd(v any, ref *targetRef, n int) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	ref.refs += n
+	last := ref.refs == 0
+	if last && s.targets[v] == ref {
+		delete(s.targets, v)
+	}
+	s.mu.Unlock()
+	if last {
+		if d, ok := v.(Disposer); ok {
+			func() {
+				defer func() { recover() }()
+				d.Dispose()
+			}()
+		}
+	}
+}
+
+// ---- the export side ----
+
+// exportHook adds an export with a fresh negative ID, taking ownership of h.
+// For a promise, the caller starts resolving it (startResolving) once the message naming it is
+// queued: a resolution must not overtake the message that introduces the ID.
+func (s *Session) exportHook(h hook) (int64, error) {
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		h.release()
+		return 0, err
+	}
+	if len(s.exports) >= s.limits.MaxExports {
+		s.mu.Unlock()
+		h.release()
+		return 0, protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+	}
+	id := s.nextExportID
+	s.nextExportID--
+	s.exports[id] = &exportEntry{h: h, refs: 1}
+	s.mu.Unlock()
+	return id, nil
+}
+
+// startResolving sends the resolutions of promises exported in a message just queued. The
+// caller must not hold sendMu: a settled promise is answered at once.
+func (s *Session) startResolving(ids []int64) {
+	for _, id := range ids {
+		s.ensureResolving(id)
+	}
+}
+
+// unexport drops exports made while encoding a message that then failed.
+func (s *Session) unexport(ids []int64) {
+	for _, id := range ids {
+		s.releaseExport(id, 1)
+	}
+}
+
+func (s *Session) releaseExport(id int64, n int) error {
+	s.mu.Lock()
+	e := s.exports[id]
+	if e == nil {
+		s.mu.Unlock()
+		return protocolErrorf("no such export ID: %d", id)
+	}
+	if e.refs < n || n < 1 {
+		s.mu.Unlock()
+		return protocolErrorf("refcount would go negative: %d < %d", e.refs, n)
+	}
+	e.refs -= n
+	if e.refs > 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	delete(s.exports, id)
+	s.mu.Unlock()
+	e.h.release()
+	if e.pipeReadable != nil {
+		e.pipeReadable.fail(errors.New("capnweb: pipe released before it was read"))
+	}
+	return nil
+}
+
+// ensureResolving starts sending the resolution of an export once it settles (a pull).
+func (s *Session) ensureResolving(id int64) error {
+	s.mu.Lock()
+	e := s.exports[id]
+	if e == nil {
+		s.mu.Unlock()
+		return protocolErrorf("no such export ID: %d", id)
+	}
+	if e.pulling || s.err != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	e.pulling = true
+	s.pulling++
+	h := e.h.dup()
+	auto := e.autoRelease
+	s.mu.Unlock()
+	if p, ok := h.(*promiseHook); ok {
+		// The usual case, a local call: answer from the goroutine that settles it.
+		p.onSettled(func() { s.answer(id, h, auto, false) })
+		return nil
+	}
+	s.answer(id, h, auto, false)
+	return nil
+}
+
+// answer sends the resolution of export id once h settles, releasing h. It does not block the
+// caller: when the value is not at hand it waits in a new goroutine.
+func (s *Session) answer(id int64, h hook, auto bool, blocking bool) {
+	var v any
+	var err error
+	if blocking {
+		v, err = h.pull(s.ctx)
+	} else {
+		var ok bool
+		if v, err, ok = tryPull(h); !ok {
+			s.mu.Lock()
+			if s.err != nil {
+				s.mu.Unlock()
+				h.release()
+				s.pullDone()
+				return
+			}
+			s.wg.Add(1)
+			s.mu.Unlock()
+			go func() {
+				defer s.wg.Done()
+				s.answer(id, h, auto, true)
+			}()
+			return
+		}
+	}
+	s.sendResolution(id, v, err)
+	releaseValue(v)
+	h.release()
+	if auto {
+		s.releaseExport(id, 1)
+	}
+	s.pullDone()
+}
+
+func (s *Session) pullDone() {
+	s.mu.Lock()
+	s.pulling--
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+func (s *Session) sendResolution(id int64, v any, err error) {
+	var promises []int64
+	defer func() { s.startResolving(promises) }()
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if err == nil {
+		enc := encoder{s: s}
+		enc.b = append(enc.b, `["resolve",`...)
+		enc.b = strconv.AppendInt(enc.b, id, 10)
+		enc.b = append(enc.b, ',')
+		err = enc.value(v, 0)
+		enc.b = append(enc.b, ']')
+		if enc.queue(err) == nil {
+			promises = enc.promises
+			return
+		}
+	}
+	enc := encoder{s: s}
+	enc.b = append(enc.b, `["reject",`...)
+	enc.b = strconv.AppendInt(enc.b, id, 10)
+	enc.b = append(enc.b, ',')
+	enc.errorValue(s.wireError(err), 0)
+	enc.b = append(enc.b, ']')
+	if enc.queue(nil) == nil {
+		promises = enc.promises
+	}
+}
+
+// ---- the import side ----
+
+// importHook is an entry of the import table: a remote capability or a remote promise.
+type importHook struct {
+	s        *Session
+	e        *importEntry
+	main     bool
+	released atomic.Bool
+}
+
+func (s *Session) newImportRef(e *importEntry) *importHook {
+	e.localRefs++
+	return &importHook{s: s, e: e}
+}
+
+func (h *importHook) dup() hook {
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newImportRef(h.e)
+}
+
+func (h *importHook) release() {
+	if h.main {
+		return // the session's own reference; Close ends the session
+	}
+	if h.released.Swap(true) {
+		return
+	}
+	s, e := h.s, h.e
+	s.mu.Lock()
+	e.localRefs--
+	if e.localRefs > 0 {
+		s.mu.Unlock()
+		return
+	}
+	res := e.res
+	if res == nil || !e.gone {
+		s.releaseImportLocked(e)
+	}
+	s.mu.Unlock()
+	if res != nil {
+		res.release()
+	}
+}
+
+// releaseImportLocked tells the peer we are done with e (once every call being encoded
+// against it has been queued) and removes it from the table. Caller holds mu.
+func (s *Session) releaseImportLocked(e *importEntry) {
+	if e.gone {
+		return
+	}
+	if e.inflight > 0 {
+		e.relPending = true
+		return
+	}
+	e.gone = true
+	if s.imports[e.id] == e {
+		delete(s.imports, e.id)
+	}
+	if e.remoteRefs > 0 {
+		msg := []byte(`["release",`)
+		msg = strconv.AppendInt(msg, e.id, 10)
+		msg = append(msg, ',')
+		msg = strconv.AppendInt(msg, int64(e.remoteRefs), 10)
+		msg = append(msg, ']')
+		e.remoteRefs = 0
+		s.queueLocked(msg)
+	}
+}
+
+// resolution returns the settled hook, or nil while the import is pending.
+func (h *importHook) resolution() hook {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.e.res
+}
+
+func (h *importHook) call(path []any, args *payload) hook {
+	if r := h.resolution(); r != nil {
+		return r.call(path, args)
+	}
+	return h.s.sendCall(h.e, path, args)
+}
+
+func (h *importHook) get(path []any) hook {
+	if r := h.resolution(); r != nil {
+		return r.get(path)
+	}
+	if len(path) == 0 {
+		return h.dup()
+	}
+	return h.s.sendCall(h.e, path, nil)
+}
+
+func (h *importHook) remap(path []any, captures []hook, instrs []any) hook {
+	if r := h.resolution(); r != nil {
+		return r.remap(path, captures, instrs)
+	}
+	return h.s.sendRemap(h.e, path, captures, instrs)
+}
+
+func (h *importHook) pull(ctx context.Context) (any, error) {
+	s, e := h.s, h.e
+	s.mu.Lock()
+	if e.res == nil {
+		if !e.promise {
+			// A stub, not a promise: it is its own value.
+			s.mu.Unlock()
+			return newStub(h.dup()), nil
+		}
+		if s.batch == batchServer {
+			s.mu.Unlock()
+			return nil, ErrBatchCallback
+		}
+		if !e.pulled && !e.gone {
+			e.pulled = true
+			msg := []byte(`["pull",`)
+			msg = strconv.AppendInt(msg, e.id, 10)
+			msg = append(msg, ']')
+			s.queueLocked(msg)
+		}
+	}
+	s.mu.Unlock()
+	if s.batch == batchClient {
+		s.flushBatch()
+	}
+	yieldGate(ctx)
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	s.mu.Lock()
+	r := e.res
+	s.mu.Unlock()
+	return r.pull(ctx)
+}
+
+// flushBatch hands the queued messages of a batch client to its transport, which sends them.
+// Every result still wanted is pulled: the batch is the only chance to receive it.
+func (s *Session) flushBatch() {
+	s.mu.Lock()
+	for id, e := range s.imports {
+		if e.promise && !e.pulled && !e.gone && e.res == nil && e.localRefs > 0 {
+			e.pulled = true
+			s.queueLocked(append(appendInt([]byte(`["pull",`), id), ']'))
+		}
+	}
+	s.mu.Unlock()
+	s.flush()
+	if f, ok := s.t.(interface{ flushBatch() }); ok {
+		f.flushBatch()
+	}
+}
+
+// beginSend reserves e for a call being encoded; it returns the resolution instead when e has
+// settled (the call must then go there).
+func (s *Session) beginSend(e *importEntry) hook {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.res != nil {
+		return e.res
+	}
+	e.inflight++
+	return nil
+}
+
+func (s *Session) endSendLocked(e *importEntry) {
+	e.inflight--
+	if e.inflight == 0 && e.relPending {
+		e.relPending = false
+		s.releaseImportLocked(e)
+	}
+}
+
+// sendCall sends ["push", ["pipeline", id, path, args]] and returns the import for its result.
+// It takes ownership of args.
+func (s *Session) sendCall(e *importEntry, path []any, args *payload) hook {
+	if r := s.beginSend(e); r != nil {
+		return r.call(path, args)
+	}
+	s.sendMu.Lock()
+	enc := encoder{s: s}
+	enc.b = append(enc.b, `["push",["pipeline",`...)
+	enc.b = strconv.AppendInt(enc.b, e.id, 10)
+	enc.b = append(enc.b, ',')
+	enc.path(path)
+	var err error
+	if args != nil {
+		enc.b = append(enc.b, ',')
+		list, _ := args.v.([]any)
+		err = enc.array(list, 0)
+		args.release()
+	}
+	enc.b = append(enc.b, "]]"...)
+	h := s.finishPush(e, &enc, err, false)
+	s.sendMu.Unlock()
+	s.startResolving(enc.promises)
+	return h
+}
+
+// finishPush queues an encoded push (or stream) message and creates the import entry for its
+// result, or undoes what encoding did if it failed. It frees the entries reserved while
+// encoding, and e, the import the message targets.
+func (s *Session) finishPush(e *importEntry, enc *encoder, err error, stream bool) hook {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer enc.doneLocked()
+	if e != nil {
+		defer s.endSendLocked(e)
+	}
+	if err == nil && s.err != nil {
+		err = s.err
+	}
+	if err == nil && len(s.imports) >= s.limits.MaxImports {
+		err = protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		s.unexport(enc.exports)
+		s.mu.Lock()
+		enc.promises = nil
+		return errorHook{err}
+	}
+	id := s.nextImportID
+	s.nextImportID++
+	ne := &importEntry{id: id, remoteRefs: 1, promise: true, done: make(chan struct{})}
+	if stream {
+		// Pulled and released implicitly: no pull or release message.
+		ne.remoteRefs, ne.pulled = 0, true
+	}
+	s.imports[id] = ne
+	s.queueLocked(enc.b)
+	return s.newImportRef(ne)
+}
+
+// sendRemap sends ["push", ["remap", id, path, captures, instrs]]. It takes ownership of
+// captures.
+func (s *Session) sendRemap(e *importEntry, path []any, captures []hook, instrs []any) hook {
+	if r := s.beginSend(e); r != nil {
+		return r.remap(path, captures, instrs)
+	}
+	defer releaseHooks(captures)
+	s.sendMu.Lock()
+	enc := encoder{s: s}
+	enc.b = append(enc.b, `["push",["remap",`...)
+	enc.b = strconv.AppendInt(enc.b, e.id, 10)
+	enc.b = append(enc.b, ',')
+	enc.path(path)
+	enc.b = append(enc.b, ",["...)
+	var err error
+	for i, c := range captures {
+		if i > 0 {
+			enc.b = append(enc.b, ',')
+		}
+		if id, ok := s.importID(c); ok {
+			enc.b = append(enc.b, `["import",`...)
+			enc.b = strconv.AppendInt(enc.b, id, 10)
+		} else {
+			var id int64
+			id, err = s.exportHook(c.dup())
+			if err != nil {
+				break
+			}
+			enc.exports = append(enc.exports, id)
+			enc.b = append(enc.b, `["export",`...)
+			enc.b = strconv.AppendInt(enc.b, id, 10)
+		}
+		enc.b = append(enc.b, ']')
+	}
+	enc.b = append(enc.b, "],"...)
+	if err == nil {
+		err = enc.raw(instrs, 0)
+	}
+	enc.b = append(enc.b, "]]"...)
+	h := s.finishPush(e, &enc, err, false)
+	s.sendMu.Unlock()
+	s.startResolving(enc.promises)
+	return h
+}
+
+// refImport reports whether h is a pending import of this session, and if so reserves its entry
+// (like beginSend) so that it is not released before the message referring to it is queued.
+// A settled import is not referred to by ID: its resolution is sent instead.
+func (s *Session) refImport(h hook) (*importEntry, hook, bool) {
+	ih, ok := h.(*importHook)
+	if !ok || ih.s != s {
+		return nil, nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := ih.e
+	if e.res != nil && e.id != 0 {
+		return nil, e.res, false
+	}
+	if e.gone && e.id != 0 {
+		return nil, nil, false
+	}
+	e.inflight++
+	return e, nil, true
+}
+
+// importID reports whether h is an import of this session, and its ID, for map captures.
+func (s *Session) importID(h hook) (int64, bool) {
+	ih, ok := h.(*importHook)
+	if !ok || ih.s != s {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ih.e.gone && ih.e.id != 0 {
+		return 0, false
+	}
+	return ih.e.id, true
+}
+
+func isComparable(v any) bool {
+	defer func() { recover() }()
+	_ = map[any]bool{v: true}
+	return true
+}
