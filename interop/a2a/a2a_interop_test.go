@@ -1,0 +1,192 @@
+// Package a2ainterop checks the A2A bindings (package binding) against the
+// official JavaScript SDK, npm @a2a-js/sdk@1.3.0, installed in
+// interop/node_modules by `cd interop && npm ci` (make npm).
+package a2ainterop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/a2awebcap/a2awebcap/binding"
+)
+
+// needNode returns the node binary; it skips (or, with CI set, fails) when
+// Node or the pinned SDK is missing.
+func needNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		if _, err = os.Stat(filepath.Join("..", "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
+			err = fmt.Errorf("interop/node_modules/@a2a-js/sdk is missing: run `cd interop && npm ci` (make npm)")
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("A2A interop test needs Node and @a2a-js/sdk in CI: %v", err)
+		}
+		t.Skipf("skipping A2A interop test: %v", err)
+	}
+	return node
+}
+
+// echo is the agent the Node script expects (see a2a_client.mjs).
+type echo struct{}
+
+func (echo) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		var text string
+		if ec.Message != nil && len(ec.Message.Parts) > 0 {
+			text = ec.Message.Parts[0].Text()
+		}
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		working := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("working"))
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, working), nil) {
+			return
+		}
+		var wait <-chan time.Time // nil: no wait
+		if d, ok := strings.CutPrefix(text, "sleep:"); ok {
+			dur, _ := time.ParseDuration(d)
+			wait = time.After(dur)
+		}
+		if strings.HasPrefix(text, "wait:") {
+			wait = make(chan time.Time) // until canceled
+		}
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (echo) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// startServer runs NewHTTPHandler on 127.0.0.1:0 with a2a-go's default
+// handler and the echo agent, and returns its base URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	store := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
+		Authenticator: func(context.Context) (string, error) { return "interop", nil },
+	})
+	handler := a2asrv.NewHandler(echo{}, a2asrv.WithTaskStore(store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+	card := &a2a.AgentCard{
+		Name:               "echo",
+		Description:        "echoes its input",
+		Version:            "1.0.0",
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:           binding.NewHTTPHandler(handler, card, &binding.Options{KeepAlive: 200 * time.Millisecond}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + lis.Addr().String()
+}
+
+type stepLine struct {
+	Binding string `json:"binding"`
+	Step    string `json:"step"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
+}
+
+// TestInteropA2AJSClient runs the @a2a-js/sdk client script over JSON-RPC
+// and HTTP+JSON against NewHTTPHandler.
+func TestInteropA2AJSClient(t *testing.T) {
+	node := needNode(t)
+	url := startServer(t)
+	wantSteps := []string{"card", "send", "stream", "get", "list", "cancel", "subscribe", "version"}
+
+	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, node, "a2a_client.mjs", url, b).CombinedOutput()
+			t.Logf("node a2a_client.mjs %s %s:\n%s", url, b, out)
+
+			var got []string
+			for _, line := range strings.Split(string(out), "\n") {
+				var s stepLine
+				if json.Unmarshal([]byte(line), &s) != nil || s.Step == "" {
+					continue
+				}
+				if !s.OK {
+					t.Errorf("%s %s: %s", b, s.Step, s.Error)
+				}
+				got = append(got, s.Step)
+			}
+			if err != nil {
+				t.Errorf("node exited: %v", err)
+			}
+			if strings.Join(got, ",") != strings.Join(wantSteps, ",") {
+				t.Errorf("steps run: %v, want %v", got, wantSteps)
+			}
+			if !strings.Contains(string(out), fmt.Sprintf("%d passed, 0 failed", len(wantSteps))) {
+				t.Errorf("summary line missing or reports failures")
+			}
+		})
+	}
+}
+
+// TestInteropA2AJSUpstreamStreamError shows why package binding rewrites REST
+// streams that fail before their first event: a2a-go's own REST handler
+// answers them with 200 text/event-stream and `data: {"error":...}`, which
+// @a2a-js/sdk reads as one empty event — the error is lost. Through
+// NewHTTPHandler the same request is an HTTP 404 the SDK raises as
+// RestTaskNotFoundError.
+func TestInteropA2AJSUpstreamStreamError(t *testing.T) {
+	node := needNode(t)
+	bare := httptest.NewServer(http.StripPrefix("/a2a/rest", a2asrv.NewRESTHandler(a2asrv.NewHandler(echo{}))))
+	t.Cleanup(bare.Close)
+	ours := startServer(t)
+
+	for _, tc := range []struct{ name, url, want string }{
+		{"a2a-go", bare.URL + "/a2a/rest", `{"events":[{}]}`},
+		{"binding", ours + "/a2a/rest", `{"error":"RestTaskNotFoundError"}`},
+	} {
+		out, err := exec.CommandContext(t.Context(), node, "a2a_stream_error.mjs", tc.url).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: node: %v\n%s", tc.name, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != tc.want {
+			t.Errorf("%s: the SDK saw %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
