@@ -1,0 +1,216 @@
+// Package codec holds what the store implementations share: the JSON encoding of tasks, events
+// and push configs, the page token, clock and argument checks. Keeping it in one place is what
+// makes the three stores behave the same on every corner the conformance suite cannot see.
+package codec
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2awebcap/a2awebcap/store"
+)
+
+// Page sizes of ListQuery.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// Now is the store clock: UTC, microsecond precision (what PostgreSQL's timestamptz keeps), no
+// monotonic reading, so that a time read back equals the one written.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// FromMicros converts a stored Unix-microsecond time.
+func FromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// InactiveStates are the states Store.Active excludes: terminal and interrupted ones.
+var InactiveStates = []a2a.TaskState{
+	a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected,
+	a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+}
+
+// IsActive reports whether a task in state s belongs in Store.Active.
+func IsActive(s a2a.TaskState) bool { return !store.IsTerminal(s) && !store.IsInterrupted(s) }
+
+// CheckTask validates the argument of Create and Update.
+func CheckTask(t *store.Task, events []a2a.Event) error {
+	if t == nil || t.Task == nil {
+		return fmt.Errorf("%w: nil task", store.ErrInvalid)
+	}
+	if t.Task.ID == "" {
+		return fmt.Errorf("%w: task without ID", store.ErrInvalid)
+	}
+	for i, e := range events {
+		if e == nil {
+			return fmt.Errorf("%w: task %s: event %d is nil", store.ErrInvalid, t.Task.ID, i)
+		}
+	}
+	return nil
+}
+
+// CheckPushConfig validates the argument of PutPushConfig.
+func CheckPushConfig(cfg *a2a.PushConfig) error {
+	if cfg == nil {
+		return fmt.Errorf("%w: nil push config", store.ErrInvalid)
+	}
+	if cfg.ID == "" {
+		return fmt.Errorf("%w: push config of task %s without ID", store.ErrInvalid, cfg.TaskID)
+	}
+	return nil
+}
+
+// Live returns ctx.Err(): every method checks it first so that a cancelled context is honoured
+// even where nothing blocks (the memory store, a fast query).
+func Live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Encode checks a task and the events written with it (CheckTask) and encodes both, as
+// Create and Update of every store begin.
+func Encode(t *store.Task, events []a2a.Event) (task []byte, encoded [][]byte, err error) {
+	if err := CheckTask(t, events); err != nil {
+		return nil, nil, err
+	}
+	if task, err = EncodeTask(t.Task); err != nil {
+		return nil, nil, err
+	}
+	if encoded, err = EncodeEvents(events); err != nil {
+		return nil, nil, err
+	}
+	return task, encoded, nil
+}
+
+// EncodeTask is the stored form of a task.
+func EncodeTask(t *a2a.Task) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// DecodeTask reads the stored form of a task.
+func DecodeTask(b []byte) (*a2a.Task, error) {
+	var t a2a.Task
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("decode task: %w", err)
+	}
+	return &t, nil
+}
+
+// EncodeEvents is the stored form of events: each one wrapped as a StreamResponse
+// ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}).
+func EncodeEvents(events []a2a.Event) ([][]byte, error) {
+	out := make([][]byte, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(a2a.StreamResponse{Event: e})
+		if err != nil {
+			return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// DecodeEvent reads the stored form of an event.
+func DecodeEvent(b []byte) (a2a.Event, error) {
+	var sr a2a.StreamResponse
+	if err := json.Unmarshal(b, &sr); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	return sr.Event, nil
+}
+
+// EncodePushConfig is the stored form of a push config.
+func EncodePushConfig(cfg *a2a.PushConfig) ([]byte, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
+	}
+	return b, nil
+}
+
+// DecodePushConfig reads the stored form of a push config.
+func DecodePushConfig(b []byte) (*a2a.PushConfig, error) {
+	var cfg a2a.PushConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("decode push config: %w", err)
+	}
+	return &cfg, nil
+}
+
+// PageSize returns the page size of q: 50 for 0, at most 100. ErrInvalid if negative.
+func PageSize(q store.ListQuery) (int, error) {
+	switch {
+	case q.PageSize < 0:
+		return 0, fmt.Errorf("%w: page size %d", store.ErrInvalid, q.PageSize)
+	case q.PageSize == 0:
+		return DefaultPageSize, nil
+	case q.PageSize > MaxPageSize:
+		return MaxPageSize, nil
+	}
+	return q.PageSize, nil
+}
+
+// Cursor is the position a page token stands for: the last task of the previous page, in the
+// order of List (Updated descending, then ID ascending). The next page starts strictly after it.
+type Cursor struct {
+	Updated time.Time
+	ID      a2a.TaskID
+}
+
+// After reports whether a task (updated, id) comes after c in List order.
+func (c Cursor) After(updated time.Time, id a2a.TaskID) bool {
+	return updated.Before(c.Updated) || (updated.Equal(c.Updated) && id > c.ID)
+}
+
+const tokenPrefix = "t1."
+
+// EncodeToken makes the opaque page token of a cursor.
+func EncodeToken(c Cursor) string {
+	raw := tokenPrefix + strconv.FormatInt(c.Updated.UnixMicro(), 10) + "." + string(c.ID)
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// DecodeToken reads a page token. "" is the first page (nil cursor). ErrInvalid if the token
+// was not made by EncodeToken.
+func DecodeToken(tok string) (*Cursor, error) {
+	if tok == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+	}
+	rest, ok := strings.CutPrefix(string(raw), tokenPrefix)
+	if !ok {
+		return nil, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+	}
+	us, id, ok := strings.Cut(rest, ".")
+	if !ok || id == "" {
+		return nil, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+	}
+	n, err := strconv.ParseInt(us, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+	}
+	return &Cursor{Updated: FromMicros(n), ID: a2a.TaskID(id)}, nil
+}
+
+// CheckLimit validates the limit of Events.
+func CheckLimit(limit int) error {
+	if limit < 0 {
+		return fmt.Errorf("%w: negative event limit %d", store.ErrInvalid, limit)
+	}
+	return nil
+}

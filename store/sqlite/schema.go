@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] takes the schema from version i to i+1. Append only: a released migration is
+// never edited, since databases in the field have run it.
+var migrations = []string{
+	// 1: tasks, their event logs and push configs. Times are Unix microseconds (UTC); the task,
+	// each event and each push config are their JSON.
+	`
+CREATE TABLE tasks (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	tenant     TEXT    NOT NULL,
+	principal  TEXT    NOT NULL,
+	context_id TEXT    NOT NULL,
+	state      TEXT    NOT NULL,
+	version    INTEGER NOT NULL,
+	last_seq   INTEGER NOT NULL,
+	created    INTEGER NOT NULL,
+	updated    INTEGER NOT NULL,
+	task       BLOB    NOT NULL
+) STRICT;
+CREATE INDEX tasks_owner_updated ON tasks (tenant, principal, updated DESC, id);
+CREATE INDEX tasks_owner_context ON tasks (tenant, principal, context_id, updated DESC, id);
+CREATE INDEX tasks_owner_state   ON tasks (tenant, principal, state, updated DESC, id);
+CREATE INDEX tasks_active ON tasks (created, id) WHERE state NOT IN (` + inactiveStates + `);
+
+CREATE TABLE events (
+	task_id TEXT    NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+	seq     INTEGER NOT NULL,
+	time    INTEGER NOT NULL,
+	event   BLOB    NOT NULL,
+	PRIMARY KEY (task_id, seq)
+) STRICT;
+
+CREATE TABLE push_configs (
+	task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+	id      TEXT NOT NULL,
+	config  BLOB NOT NULL,
+	PRIMARY KEY (task_id, id)
+) STRICT;
+`,
+}
+
+// SchemaVersion is the version of the schema this package creates and reads.
+var SchemaVersion = len(migrations)
+
+// migrate brings the schema up to SchemaVersion in one transaction on the write connection.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock): one migrator at a time
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var version int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err {
+	case nil:
+	case sql.ErrNoRows:
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	default:
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("migrate: the database has schema version %d, newer than this program's %d", version, SchemaVersion)
+	}
+	for v := version; v < SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+		}
+	}
+	if version < SchemaVersion {
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, SchemaVersion); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}

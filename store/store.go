@@ -1,0 +1,149 @@
+// Package store persists what the A2A engine must not lose: tasks, each task's append-only
+// event log, and push notification configs. Three implementations share one contract and one
+// conformance suite (storetest): SQLite (the embedded default, one file), PostgreSQL (for several
+// replicas) and memory (for tests).
+//
+// Every read is scoped to an Owner (tenant and principal): a task owned by someone else is
+// reported as ErrNotFound, never as forbidden, so existence does not leak across owners.
+//
+// A task change and the events that caused it are written in one transaction (Create, Update):
+// a client that reconnects replays exactly what the task went through, and a crash loses
+// neither a task nor an acknowledged event.
+//
+// Tasks, events and push configs are stored as their JSON (events as a2a.StreamResponse), so
+// what comes back is what encoding/json gives back: nil and empty slices or maps are not told
+// apart, and numbers inside Metadata or data parts come back as float64.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Sentinel errors. Compare with errors.Is.
+var (
+	// ErrNotFound: no such task or push config for this owner.
+	ErrNotFound = errors.New("store: not found")
+	// ErrExists: Create with an ID already taken (by any owner).
+	ErrExists = errors.New("store: already exists")
+	// ErrConflict: Update with a stale Version (someone else wrote the task first).
+	ErrConflict = errors.New("store: concurrent modification")
+	// ErrInvalid: a malformed argument: a nil task or one without ID, a List page token that no
+	// List returned, a negative page size or event limit, a push config without ID.
+	ErrInvalid = errors.New("store: invalid argument")
+)
+
+// Owner scopes every read and write: the tenant and the authenticated principal. The zero
+// Owner is the anonymous owner of an agent without authentication. Both fields are compared
+// exactly (byte for byte).
+type Owner struct {
+	Tenant    string
+	Principal string
+}
+
+// Task is a stored task with its bookkeeping.
+type Task struct {
+	Task    *a2a.Task
+	Owner   Owner
+	Version int64     // 1 after Create, +1 per Update: optimistic concurrency
+	LastSeq int64     // sequence number of the newest event in the task's log (0: none)
+	Created time.Time // set by Create (UTC, microsecond precision)
+	Updated time.Time // set by Create and Update (UTC, µs); List orders by it, newest first
+}
+
+// Event is one entry of a task's event log.
+type Event struct {
+	TaskID a2a.TaskID
+	Seq    int64     // 1, 2, 3, … per task, without gaps
+	Event  a2a.Event // *a2a.Task, *a2a.Message, *a2a.TaskStatusUpdateEvent or *a2a.TaskArtifactUpdateEvent
+	Time   time.Time // when it was written: the Updated of the Create or Update that wrote it
+}
+
+// ListQuery selects tasks of one owner. Zero fields do not filter.
+type ListQuery struct {
+	ContextID string
+	State     a2a.TaskState
+	// UpdatedAfter keeps the tasks whose status changed after this instant: those whose
+	// Updated is strictly after it (the engine writes every status change with Update).
+	UpdatedAfter time.Time
+	PageSize     int    // 0 means 50; more than 100 means 100; negative: ErrInvalid
+	PageToken    string // from a previous ListResult; opaque; ErrInvalid if malformed
+}
+
+// ListResult is one page of tasks, newest first.
+type ListResult struct {
+	Tasks         []*Task
+	NextPageToken string // "" on the last page
+	TotalSize     int    // tasks matching the query, over all pages
+}
+
+// Store is implemented by the SQLite, PostgreSQL and memory stores. All methods are safe for
+// concurrent use. Returned values are copies the caller may modify.
+type Store interface {
+	// Create stores a new task (t.Task.ID set by the caller) and its first events, whose
+	// sequence numbers start at 1, in one transaction. It sets t.Version to 1, t.LastSeq, and
+	// t.Created and t.Updated to now. ErrExists if the ID is taken. The task is owned by
+	// t.Owner; the Version, LastSeq, Created and Updated the caller passed are ignored.
+	Create(ctx context.Context, t *Task, events []a2a.Event) error
+
+	// Update replaces the task and appends events to its log, in one transaction, if the stored
+	// version equals t.Version; then t.Version is incremented, t.LastSeq and t.Updated set.
+	// ErrConflict if the version is stale, ErrNotFound if there is no such task. The owner
+	// cannot change: the task is looked up by t.Task.ID and t.Owner, so a task of another
+	// owner is ErrNotFound (checked before the version). t.Created is not written (the stored
+	// one stays). On error nothing is written and t is unchanged.
+	Update(ctx context.Context, t *Task, events []a2a.Event) error
+
+	// Get returns the task. ErrNotFound if it does not exist or belongs to another owner.
+	Get(ctx context.Context, owner Owner, id a2a.TaskID) (*Task, error)
+
+	// List returns the owner's tasks matching q, newest (by Updated) first, then by ID
+	// (ascending, byte order). Page tokens are positions (keyset pagination): a task updated
+	// between two pages moves to the front and is not repeated on a later page.
+	List(ctx context.Context, owner Owner, q ListQuery) (*ListResult, error)
+
+	// Events returns up to limit events of the task with Seq > afterSeq, in order (limit 0
+	// means all; negative: ErrInvalid). ErrNotFound as Get. A task without such events gives
+	// an empty slice.
+	Events(ctx context.Context, owner Owner, id a2a.TaskID, afterSeq int64, limit int) ([]Event, error)
+
+	// Active returns every task, of every owner, whose state is not terminal (completed,
+	// failed, canceled, rejected) and not interrupted (input-required, auth-required): the
+	// tasks whose executor was running. Used once at startup to recover after a crash.
+	// Oldest (by Created) first, then by ID. TaskStateUnspecified counts as active.
+	Active(ctx context.Context) ([]*Task, error)
+
+	// PutPushConfig creates or replaces a push config of the owner's task (by cfg.TaskID and
+	// cfg.ID; cfg.ID must be set, else ErrInvalid). ErrNotFound if the task is not the owner's.
+	PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.PushConfig) error
+	// GetPushConfig returns one push config. ErrNotFound if absent or the task is not the
+	// owner's.
+	GetPushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) (*a2a.PushConfig, error)
+	// ListPushConfigs returns the task's push configs, ordered by ID (byte order); an empty
+	// slice if it has none. ErrNotFound if the task is not the owner's.
+	ListPushConfigs(ctx context.Context, owner Owner, task a2a.TaskID) ([]*a2a.PushConfig, error)
+	// DeletePushConfig removes one push config. ErrNotFound if absent or the task is not the
+	// owner's.
+	DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error
+
+	// Close releases the store's resources. Calling it again is harmless; other methods
+	// return an error after it.
+	Close() error
+}
+
+// IsTerminal reports whether a task in state s can change no more.
+func IsTerminal(s a2a.TaskState) bool {
+	switch s {
+	case a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected:
+		return true
+	}
+	return false
+}
+
+// IsInterrupted reports whether a task in state s waits for the client.
+func IsInterrupted(s a2a.TaskState) bool {
+	return s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
+}
