@@ -1,0 +1,25 @@
+// Package engine is a2aWebCap's A2A 1.0 request handler: it implements a2a-go's
+// a2asrv.RequestHandler, so a2a-go's bindings (JSON-RPC, REST, gRPC) and ours (capnweb) sit on
+// it, and it runs any a2asrv.AgentExecutor unchanged.
+//
+// What it adds to the executor:
+//
+//   - Durable tasks: every event the executor yields is applied to the task and written, with
+//     the event itself, in one store transaction (store.Store: SQLite by default, PostgreSQL,
+//     memory). A restart loses nothing; tasks whose executor died are marked failed.
+//   - Streams and subscriptions that start with the Task (or carry a single Message), deliver
+//     the same events in the same order to every subscriber, and close when the task reaches a
+//     terminal or interrupted state. A subscriber that falls behind catches up from the log.
+//   - Caller scoping: every task belongs to an owner (tenant and principal, from the call
+//     context); other callers get TaskNotFound, never a hint that the task exists.
+//   - The 1.0 semantics of each operation: blocking sends by default and returnImmediately,
+//     historyLength everywhere, resuming input-required tasks with a follow-up message, cancel,
+//     ListTasks with every filter and cursor pagination.
+//
+// Use it with a store and an executor:
+//
+//	st, _ := sqlite.Open(ctx, "a2a.db", nil)
+//	eng := engine.New(myExecutor, st, nil)
+//	defer eng.Close(ctx)
+//	http.Handle("/", binding.NewHTTPHandler(eng, card, nil))
+package engine

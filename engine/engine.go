@@ -1,0 +1,475 @@
+package engine
+
+// Concurrency model
+//
+//   - Engine.mu guards the map of live task states and the closed flag.
+//   - taskState.mu guards one task's live state: its latest stored record, its active run, the
+//     ring of recent events, and the broadcast channel. Lock order: Engine.mu, then taskState.mu.
+//     Neither is held while calling the executor, the store or a subscriber.
+//   - Each run (one execution of the executor for a task) is a goroutine owned by the Engine
+//     (wg); it alone writes its task, in event order, so the store sees one writer per task.
+//   - Subscribers never block the run: they are woken by closing taskState.changed and read
+//     new events from the ring, or from the store's log when they fell behind.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2awebcap/a2awebcap/store"
+)
+
+// Options configure an Engine. Nil means the documented defaults.
+type Options struct {
+	// ExtendedCard returns the card GetExtendedAgentCard serves. Nil means the operation answers
+	// ExtendedCardNotConfigured.
+	ExtendedCard func(ctx context.Context) (*a2a.AgentCard, error)
+	// NoStreaming makes SendStreamingMessage and SubscribeToTask answer UnsupportedOperation,
+	// for agents whose card does not declare streaming.
+	NoStreaming bool
+	// NoPushNotifications makes the push config operations answer PushNotificationNotSupported.
+	NoPushNotifications bool
+	// RingSize is how many recent events of a task are kept in memory for subscribers; older
+	// ones are read from the store. Zero means 256.
+	RingSize int
+	// Logger receives engine events. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Engine implements a2asrv.RequestHandler on a store.
+type Engine struct {
+	exec a2asrv.AgentExecutor
+	st   store.Store
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // runs derive from it; canceled by Close
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	tasks  map[a2a.TaskID]*taskState
+	closed bool
+}
+
+var _ a2asrv.RequestHandler = (*Engine)(nil)
+
+// ErrClosed is returned by operations on a closed Engine.
+var ErrClosed = errors.New("engine: closed")
+
+// New returns an engine running exec on st. Call Recover once at startup to settle the tasks a
+// previous process left running, and Close to stop.
+func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
+	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}}
+	if opts != nil {
+		e.opts = *opts
+	}
+	if e.opts.RingSize <= 0 {
+		e.opts.RingSize = 256
+	}
+	e.log = e.opts.Logger
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	e.ctx, e.cancel = context.WithCancelCause(context.Background())
+	return e
+}
+
+// errInterrupted is the cause of runs canceled by Close.
+var errInterrupted = errors.New("engine: server shutting down")
+
+// Close stops accepting work, cancels running executions (their tasks are marked failed, so a
+// client is never left waiting on a task nobody runs) and waits for them, or for ctx.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel(errInterrupted)
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Recover marks failed every task a previous process left running: its executor is gone. It
+// returns how many tasks it settled.
+func (e *Engine) Recover(ctx context.Context) (int, error) {
+	active, err := e.st.Active(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rec := range active {
+		ev := statusEvent(rec.Task, a2a.TaskStateFailed, "The server restarted while this task was running; it was not resumed.")
+		if err := apply(rec.Task, ev); err != nil {
+			return n, err
+		}
+		if err := e.st.Update(ctx, rec, []a2a.Event{ev}); err != nil && !errors.Is(err, store.ErrConflict) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func statusEvent(t *a2a.Task, state a2a.TaskState, text string) *a2a.TaskStatusUpdateEvent {
+	var msg *a2a.Message
+	if text != "" {
+		msg = a2a.NewMessageForTask(a2a.MessageRoleAgent, t, a2a.NewTextPart(text))
+	}
+	return a2a.NewStatusUpdateEvent(t, state, msg)
+}
+
+// ownerOf returns who is calling: the tenant and the authenticated principal.
+func ownerOf(ctx context.Context, tenant string) store.Owner {
+	o := store.Owner{Tenant: tenant}
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		if cc.Tenant() != "" {
+			o.Tenant = cc.Tenant()
+		}
+		if cc.User != nil && cc.User.Authenticated {
+			o.Principal = cc.User.Name
+		}
+	}
+	return o
+}
+
+// ---- live task state ----
+
+type taskState struct {
+	id      a2a.TaskID
+	mu      sync.Mutex
+	rec     *store.Task   // latest stored record; nil before the task is created
+	owner   store.Owner   // who owns it (known before creation)
+	run     *run          // active execution, or nil
+	ring    []store.Event // the newest events, in order
+	changed chan struct{} // closed and replaced on every new event, and when a run ends
+	watches int
+	reply   *a2a.Message // a direct message reply (the task was never created)
+}
+
+type run struct {
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	execCtx *a2asrv.ExecutorContext
+}
+
+// state returns the live state of a task, creating it. release must be called when done.
+func (e *Engine) state(id a2a.TaskID) *taskState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ts := e.tasks[id]
+	if ts == nil {
+		ts = &taskState{id: id, changed: make(chan struct{})}
+		e.tasks[id] = ts
+	}
+	ts.mu.Lock()
+	ts.watches++
+	ts.mu.Unlock()
+	return ts
+}
+
+func (e *Engine) release(ts *taskState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ts.mu.Lock()
+	ts.watches--
+	idle := ts.watches == 0 && ts.run == nil
+	ts.mu.Unlock()
+	if idle && e.tasks[ts.id] == ts {
+		delete(e.tasks, ts.id)
+	}
+}
+
+// publish records events written to the store and wakes subscribers. Caller holds ts.mu.
+func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Event) {
+	first := rec.LastSeq - int64(len(events)) + 1
+	for i, ev := range events {
+		ts.ring = append(ts.ring, store.Event{TaskID: ts.id, Seq: first + int64(i), Event: ev, Time: rec.Updated})
+	}
+	if over := len(ts.ring) - e.opts.RingSize; over > 0 {
+		ts.ring = append(ts.ring[:0:0], ts.ring[over:]...)
+	}
+	ts.rec = rec
+	close(ts.changed)
+	ts.changed = make(chan struct{})
+}
+
+// ---- runs ----
+
+// startRun starts the executor on a task. rec is nil for a new task (created when the first
+// event arrives), with initial its first state. Caller holds ts.mu.
+func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task) {
+	ctx, cancel := context.WithCancelCause(e.ctx)
+	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx}
+	ts.run = r
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer close(r.done)
+		e.execute(ctx, ts, r, initial, rec)
+	}()
+}
+
+// execute consumes the executor's events, applying and storing each with its event.
+func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2a.Task, rec *store.Task) {
+	defer func() {
+		ts.mu.Lock()
+		if ts.run == r {
+			ts.run = nil
+		}
+		close(ts.changed)
+		ts.changed = make(chan struct{})
+		ts.mu.Unlock()
+		e.mu.Lock()
+		ts.mu.Lock()
+		idle := ts.watches == 0 && ts.run == nil
+		ts.mu.Unlock()
+		if idle && e.tasks[ts.id] == ts {
+			delete(e.tasks, ts.id)
+		}
+		e.mu.Unlock()
+	}()
+	settled := false
+	write := func(evs ...a2a.Event) error {
+		if rec == nil {
+			t := cloneTask(initial)
+			for _, ev := range evs {
+				if err := apply(t, ev); err != nil {
+					return err
+				}
+			}
+			// The log opens with the task as it stood before the first event, then that event.
+			logged := append([]a2a.Event{cloneTask(initial)}, evs...)
+			if _, isTask := evs[0].(*a2a.Task); isTask && len(evs) == 1 {
+				logged = evs
+			}
+			nr := &store.Task{Task: t, Owner: ts.owner}
+			if err := e.st.Create(context.WithoutCancel(ctx), nr, logged); err != nil {
+				return err
+			}
+			rec = nr
+			ts.mu.Lock()
+			e.publishLocked(ts, cloneRec(rec), logged)
+			settleLocked(ts, r, rec)
+			ts.mu.Unlock()
+			return nil
+		}
+		next := cloneRec(rec)
+		for _, ev := range evs {
+			if err := apply(next.Task, ev); err != nil {
+				return err
+			}
+		}
+		if err := e.st.Update(context.WithoutCancel(ctx), next, evs); err != nil {
+			return err
+		}
+		rec = next
+		ts.mu.Lock()
+		e.publishLocked(ts, cloneRec(rec), evs)
+		settleLocked(ts, r, rec)
+		ts.mu.Unlock()
+		return nil
+	}
+	fail := func(text string) {
+		if settled {
+			return
+		}
+		t := initial
+		if rec != nil {
+			t = rec.Task
+		}
+		if err := write(statusEvent(t, a2a.TaskStateFailed, text)); err != nil && !errors.Is(err, store.ErrConflict) {
+			// (A conflict means another writer — a cancel, a recovery — settled the task.)
+			e.log.Error("engine: cannot mark task failed", "task", ts.id, "err", err)
+		}
+		settled = true
+	}
+
+	for ev, err := range e.exec.Execute(ctx, r.execCtx) {
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			e.log.Warn("engine: executor failed", "task", ts.id, "err", err)
+			fail("The agent failed.")
+			return
+		}
+		if ev == nil {
+			continue
+		}
+		if msg, ok := ev.(*a2a.Message); ok && rec == nil {
+			// A direct reply: no task is created.
+			ts.mu.Lock()
+			ts.reply = msg
+			ts.mu.Unlock()
+			settled = true
+			return
+		}
+		if id := eventTaskID(ev); id != "" && id != ts.id {
+			e.log.Warn("engine: executor sent an event for another task", "task", ts.id, "event_task", id)
+			fail("The agent sent an invalid event.")
+			return
+		}
+		if err := write(ev); err != nil {
+			if errors.Is(err, a2a.ErrInvalidAgentResponse) {
+				e.log.Warn("engine: invalid event", "task", ts.id, "err", err)
+				fail("The agent sent an invalid event.")
+				return
+			}
+			if errors.Is(err, store.ErrConflict) {
+				// Someone else (a cancel) wrote the task: it is no longer ours to run.
+				r.cancel(err)
+				settled = true
+				return
+			}
+			e.log.Error("engine: cannot store event", "task", ts.id, "err", err)
+			r.cancel(err)
+			return
+		}
+		if s := rec.Task.Status.State; store.IsTerminal(s) || store.IsInterrupted(s) {
+			settled = true
+			return
+		}
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errInterrupted):
+		fail("The server shut down while this task was running.")
+	case settled, cause != nil:
+	case rec == nil:
+		fail("The agent ended without a response.")
+	default:
+		fail("The agent ended without a final state.")
+	}
+}
+
+// settleLocked ends the task's claim on its run as soon as the task is finished or waits for
+// input, in the same critical section that publishes the event: a client that saw the event
+// may send the follow-up message at once, and must not find the task "still running". Caller
+// holds ts.mu.
+func settleLocked(ts *taskState, r *run, rec *store.Task) {
+	if s := rec.Task.Status.State; (store.IsTerminal(s) || store.IsInterrupted(s)) && ts.run == r {
+		ts.run = nil
+	}
+}
+
+func cloneRec(r *store.Task) *store.Task {
+	c := *r
+	c.Task = cloneTask(r.Task)
+	return &c
+}
+
+// ---- watching a task's events ----
+
+// watch follows a task's events from afterSeq: it yields each stored event in order and stops
+// when the task reaches a state that ends a stream (see stops), or ctx ends.
+func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		seq := afterSeq
+		for {
+			ts.mu.Lock()
+			var batch []store.Event
+			var known int64 // the newest event we know was stored
+			if ts.rec != nil {
+				known = ts.rec.LastSeq
+			}
+			// The ring holds the newest events; older ones are read back from the log.
+			fromStore := seq < known && (len(ts.ring) == 0 || ts.ring[0].Seq > seq+1)
+			if !fromStore {
+				for _, ev := range ts.ring {
+					if ev.Seq > seq {
+						batch = append(batch, ev)
+					}
+				}
+			}
+			changed := ts.changed
+			running := ts.run != nil
+			reply := ts.reply
+			ts.mu.Unlock()
+			if fromStore {
+				evs, err := e.st.Events(ctx, owner, ts.id, seq, 0)
+				if err != nil {
+					yield(store.Event{}, err)
+					return
+				}
+				batch = evs
+			}
+			if reply != nil && seq == 0 && len(batch) == 0 {
+				yield(store.Event{TaskID: ts.id, Event: reply}, nil)
+				return
+			}
+			for _, ev := range batch {
+				opening := seq == afterSeq // a stream's first event (the task as it stands) never ends it
+				seq = ev.Seq
+				if !yield(ev, nil) {
+					return
+				}
+				if st, ok := stateAfter(ev.Event); ok && stops(st) && !opening {
+					return
+				}
+			}
+			if len(batch) > 0 {
+				continue
+			}
+			if !running && !e.mayRun(ts) {
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				yield(store.Event{}, context.Cause(ctx))
+				return
+			}
+		}
+	}
+}
+
+// mayRun reports whether a task without a running execution can still produce events: it is
+// interrupted (a follow-up message resumes it). Only interrupted tasks are worth waiting on.
+func (e *Engine) mayRun(ts *taskState) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.rec != nil && store.IsInterrupted(ts.rec.Task.Status.State)
+}
+
+// stateAfter returns the task state an event leaves the task in, when it says.
+func stateAfter(ev a2a.Event) (a2a.TaskState, bool) {
+	switch x := ev.(type) {
+	case *a2a.Task:
+		return x.Status.State, true
+	case *a2a.TaskStatusUpdateEvent:
+		return x.Status.State, true
+	}
+	return "", false
+}
+
+func endsStream(s a2a.TaskState) bool { return store.IsTerminal(s) || store.IsInterrupted(s) }
+
+// ---- errors ----
+
+// notFound maps store misses to the protocol error.
+func notFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return a2a.ErrTaskNotFound
+	}
+	return err
+}
+
+func (e *Engine) checkOpen() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return fmt.Errorf("%w: %w", a2a.ErrServerError, ErrClosed)
+	}
+	return nil
+}

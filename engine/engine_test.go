@@ -1,0 +1,657 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/store"
+	"github.com/a2awebcap/a2awebcap/store/memory"
+)
+
+// scripted is a test executor driven by the first word of the message text.
+type scripted struct {
+	mu      sync.Mutex
+	release map[string]chan struct{} // "slow <key>" waits on release[key]
+}
+
+func (s *scripted) gate(key string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.release == nil {
+		s.release = map[string]chan struct{}{}
+	}
+	if s.release[key] == nil {
+		s.release[key] = make(chan struct{})
+	}
+	return s.release[key]
+}
+
+func text(m *a2a.Message) string {
+	if m == nil || len(m.Parts) == 0 {
+		return ""
+	}
+	return m.Parts[0].Text()
+}
+
+func (s *scripted) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		words := strings.Fields(text(ec.Message))
+		cmd := ""
+		if len(words) > 0 {
+			cmd = words[0]
+		}
+		if ec.StoredTask != nil && ec.StoredTask.Status.State == a2a.TaskStateInputRequired {
+			cmd = "resume"
+		}
+		working := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil)
+		switch cmd {
+		case "reply":
+			yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("hello back")), nil)
+		case "fail":
+			if yield(working, nil) {
+				yield(nil, errors.New("boom: internal detail"))
+			}
+		case "ask":
+			if yield(working, nil) {
+				q := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("what is your name?"))
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q), nil)
+			}
+		case "resume":
+			if !yield(working, nil) {
+				return
+			}
+			if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("hello, "+text(ec.Message))), nil) {
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case "slow":
+			if !yield(working, nil) {
+				return
+			}
+			select {
+			case <-s.gate(strings.Join(words[1:], " ")):
+			case <-ctx.Done():
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case "chunks":
+			if !yield(working, nil) {
+				return
+			}
+			id := a2a.NewArtifactID()
+			for i := range 5 {
+				ev := a2a.NewArtifactUpdateEvent(ec, id, a2a.NewTextPart(fmt.Sprint(i)))
+				ev.Append = i > 0
+				ev.LastChunk = i == 4
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		default:
+			if !yield(working, nil) {
+				return
+			}
+			if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text(ec.Message))), nil) {
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		}
+	}
+}
+
+func (s *scripted) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+func newEngine(t *testing.T) (*engine.Engine, *scripted, store.Store) {
+	t.Helper()
+	st := memory.New()
+	ex := &scripted{}
+	e := engine.New(ex, st, nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("Engine.Close() = %v", err)
+		}
+		st.Close()
+	})
+	return e, ex, st
+}
+
+// as returns a context for the principal name (empty: anonymous).
+func as(ctx context.Context, name string) context.Context {
+	ctx, cc := a2asrv.NewCallContext(ctx, nil)
+	if name != "" {
+		cc.User = &a2asrv.User{Name: name, Authenticated: true}
+	}
+	return ctx
+}
+
+func msg(textIn string) *a2a.SendMessageRequest {
+	return &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(textIn))}
+}
+
+func follow(task *a2a.Task, textIn string) *a2a.SendMessageRequest {
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(textIn))
+	m.TaskID, m.ContextID = task.ID, task.ContextID
+	return &a2a.SendMessageRequest{Message: m}
+}
+
+func send(t *testing.T, e *engine.Engine, ctx context.Context, req *a2a.SendMessageRequest) *a2a.Task {
+	t.Helper()
+	res, err := e.SendMessage(ctx, req)
+	if err != nil {
+		t.Fatalf("SendMessage() error = %v", err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok {
+		t.Fatalf("SendMessage() = %T, want *a2a.Task", res)
+	}
+	return task
+}
+
+func TestBlockingSend(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("hi there"))
+	if task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("state = %v, want completed", task.Status.State)
+	}
+	if len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: hi there" {
+		t.Errorf("artifacts = %+v", task.Artifacts)
+	}
+	if len(task.History) != 1 || text(task.History[0]) != "hi there" || task.History[0].TaskID != task.ID {
+		t.Errorf("history = %+v, want the user's message with the task ID", task.History)
+	}
+}
+
+func TestReturnImmediately(t *testing.T) {
+	t.Parallel()
+	e, ex, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	req := msg("slow r1")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	task := send(t, e, ctx, req)
+	if s := task.Status.State; s != a2a.TaskStateSubmitted && s != a2a.TaskStateWorking {
+		t.Errorf("state = %v, want submitted or working", s)
+	}
+	close(ex.gate("r1"))
+	waitState(t, e, ctx, task.ID, a2a.TaskStateCompleted)
+}
+
+func waitState(t *testing.T, e *engine.Engine, ctx context.Context, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := e.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+		if err == nil && got.Status.State == want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: state %v (err %v), want %v", id, got.Status.State, err, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestMessageReply(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	res, err := e.SendMessage(ctx, msg("reply"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := res.(*a2a.Message)
+	if !ok || text(m) != "hello back" {
+		t.Fatalf("SendMessage() = %#v, want the agent's message", res)
+	}
+	list, err := e.ListTasks(ctx, &a2a.ListTasksRequest{})
+	if err != nil || len(list.Tasks) != 0 {
+		t.Errorf("ListTasks() = %v, %v; want no task for a direct reply", list, err)
+	}
+	// Streaming: exactly one Message.
+	var got []a2a.Event
+	for ev, err := range e.SendStreamingMessage(ctx, msg("reply")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+	}
+	if len(got) != 1 {
+		t.Fatalf("stream = %d events, want 1 Message", len(got))
+	}
+	if _, ok := got[0].(*a2a.Message); !ok {
+		t.Errorf("stream[0] = %T, want *a2a.Message", got[0])
+	}
+}
+
+func kinds(evs []a2a.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		switch x := ev.(type) {
+		case *a2a.Task:
+			out = append(out, "task:"+string(x.Status.State))
+		case *a2a.TaskStatusUpdateEvent:
+			out = append(out, "status:"+string(x.Status.State))
+		case *a2a.TaskArtifactUpdateEvent:
+			out = append(out, "artifact")
+		case *a2a.Message:
+			out = append(out, "message")
+		}
+	}
+	return out
+}
+
+func collect(t *testing.T, seq iter.Seq2[a2a.Event, error]) []a2a.Event {
+	t.Helper()
+	var out []a2a.Event
+	for ev, err := range seq {
+		if err != nil {
+			t.Fatalf("stream error = %v", err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func TestStreaming(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	got := kinds(collect(t, e.SendStreamingMessage(ctx, msg("chunks"))))
+	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING", "artifact", "artifact", "artifact", "artifact", "artifact", "status:TASK_STATE_COMPLETED"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stream (-want +got):\n%s", diff)
+	}
+	list, _ := e.ListTasks(ctx, &a2a.ListTasksRequest{IncludeArtifacts: true})
+	if len(list.Tasks) != 1 || len(list.Tasks[0].Artifacts) != 1 || len(list.Tasks[0].Artifacts[0].Parts) != 5 {
+		t.Errorf("chunked artifact not assembled: %+v", list.Tasks)
+	}
+}
+
+func TestInputRequiredAndResume(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("ask"))
+	if task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("state = %v, want input-required", task.Status.State)
+	}
+	// A subscriber on the interrupted task sees it resumed and completed.
+	subDone := make(chan []string)
+	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	stream := e.SubscribeToTask(subCtx, &a2a.SubscribeToTaskRequest{ID: task.ID})
+	next, stop := iter.Pull2(stream)
+	first, err, _ := next()
+	if err != nil {
+		t.Fatalf("SubscribeToTask(input-required) error = %v", err)
+	}
+	go func() {
+		defer stop()
+		out := kinds([]a2a.Event{first})
+		for {
+			ev, err, ok := next()
+			if !ok || err != nil {
+				break
+			}
+			out = append(out, kinds([]a2a.Event{ev})...)
+		}
+		subDone <- out
+	}()
+	done := send(t, e, ctx, follow(task, "Ann"))
+	if done.Status.State != a2a.TaskStateCompleted || done.Artifacts[0].Parts[0].Text() != "hello, Ann" {
+		t.Errorf("resumed task = %v %+v", done.Status.State, done.Artifacts)
+	}
+	if got := len(done.History); got != 3 {
+		t.Errorf("history has %d messages, want 3 (ask, question, answer)", got)
+	}
+	want := []string{"task:TASK_STATE_INPUT_REQUIRED", "task:TASK_STATE_INPUT_REQUIRED", "status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"}
+	if diff := cmp.Diff(want, <-subDone); diff != "" {
+		t.Errorf("subscription (-want +got):\n%s", diff)
+	}
+	// A finished task accepts no more messages, and cannot be subscribed to.
+	if _, err := e.SendMessage(ctx, follow(task, "again")); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Errorf("SendMessage(terminal task) error = %v, want UnsupportedOperation", err)
+	}
+	for _, err := range e.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+		if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+			t.Errorf("SubscribeToTask(terminal task) error = %v, want UnsupportedOperation", err)
+		}
+		break
+	}
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	req := msg("slow never")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	task := send(t, e, ctx, req)
+	waitState(t, e, ctx, task.ID, a2a.TaskStateWorking)
+
+	var sub []string
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		for ev, err := range e.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+			if err != nil {
+				return
+			}
+			sub = append(sub, kinds([]a2a.Event{ev})...)
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	got, err := e.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("CancelTask() = %v, %v; want canceled", got, err)
+	}
+	if _, err := e.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
+		t.Errorf("second CancelTask() error = %v, want TaskNotCancelable", err)
+	}
+	select {
+	case <-subDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("subscription did not end at cancel")
+	}
+	if len(sub) == 0 || sub[len(sub)-1] != "status:TASK_STATE_CANCELED" {
+		t.Errorf("subscription = %v, want it to end with canceled", sub)
+	}
+	// The canceled run must not overwrite the state later.
+	time.Sleep(20 * time.Millisecond)
+	waitState(t, e, ctx, task.ID, a2a.TaskStateCanceled)
+}
+
+func TestHistoryLength(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("ask"))
+	task = send(t, e, ctx, follow(task, "Ann"))
+	for _, tt := range []struct {
+		n    *int
+		want int
+	}{{nil, 3}, {ptr(0), 0}, {ptr(1), 1}, {ptr(10), 3}} {
+		got, err := e.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: tt.n})
+		if err != nil || len(got.History) != tt.want {
+			t.Errorf("GetTask(historyLength=%v) history = %d (err %v), want %d", tt.n, len(got.History), err, tt.want)
+		}
+	}
+	if got, _ := e.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: ptr(1)}); text(got.History[0]) != "Ann" {
+		t.Errorf("historyLength=1 kept %q, want the newest message", text(got.History[0]))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestListTasks(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	var ids []a2a.TaskID
+	for i := range 7 {
+		ids = append(ids, send(t, e, ctx, msg(fmt.Sprint("task ", i))).ID)
+	}
+	asked := send(t, e, ctx, msg("ask"))
+	// Newest first, paginated.
+	var seen []a2a.TaskID
+	token := ""
+	for page := 0; ; page++ {
+		res, err := e.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: 3, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TotalSize != 8 {
+			t.Errorf("TotalSize = %d, want 8", res.TotalSize)
+		}
+		for _, task := range res.Tasks {
+			if task.Artifacts != nil {
+				t.Errorf("artifacts present without includeArtifacts")
+			}
+			seen = append(seen, task.ID)
+		}
+		if token = res.NextPageToken; token == "" {
+			break
+		}
+		if page > 5 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	want := append([]a2a.TaskID{asked.ID}, reverse(ids)...)
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("ListTasks order (-want +got):\n%s", diff)
+	}
+	res, _ := e.ListTasks(ctx, &a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired})
+	if len(res.Tasks) != 1 || res.Tasks[0].ID != asked.ID {
+		t.Errorf("ListTasks(status=input-required) = %v", res.Tasks)
+	}
+	res, _ = e.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: asked.ContextID})
+	if len(res.Tasks) != 1 {
+		t.Errorf("ListTasks(contextId) = %d tasks, want 1", len(res.Tasks))
+	}
+	if _, err := e.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: 1000}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("ListTasks(pageSize=1000) error = %v, want InvalidParams", err)
+	}
+	if _, err := e.ListTasks(ctx, &a2a.ListTasksRequest{PageToken: "garbage!"}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("ListTasks(bad token) error = %v, want InvalidParams", err)
+	}
+}
+
+func reverse[T any](s []T) []T {
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+// Another caller sees nothing of alice's tasks: not found, never forbidden.
+func TestCallerScoping(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	alice, bob := as(t.Context(), "alice"), as(t.Context(), "bob")
+	task := send(t, e, alice, msg("ask"))
+	if _, err := e.GetTask(bob, &a2a.GetTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob GetTask error = %v, want TaskNotFound", err)
+	}
+	if _, err := e.CancelTask(bob, &a2a.CancelTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob CancelTask error = %v, want TaskNotFound", err)
+	}
+	if _, err := e.SendMessage(bob, follow(task, "hijack")); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob SendMessage(alice's task) error = %v, want TaskNotFound", err)
+	}
+	for _, err := range e.SubscribeToTask(bob, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+		if !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("bob SubscribeToTask error = %v, want TaskNotFound", err)
+		}
+		break
+	}
+	if res, _ := e.ListTasks(bob, &a2a.ListTasksRequest{}); len(res.Tasks) != 0 || res.TotalSize != 0 {
+		t.Errorf("bob ListTasks = %d tasks, want none", len(res.Tasks))
+	}
+	if _, err := e.CreateTaskPushConfig(bob, &a2a.PushConfig{TaskID: task.ID, URL: "https://example.com/hook"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("bob CreateTaskPushConfig error = %v, want TaskNotFound", err)
+	}
+	if _, err := e.GetTask(alice, &a2a.GetTaskRequest{ID: task.ID}); err != nil {
+		t.Errorf("alice GetTask error = %v", err)
+	}
+}
+
+func TestExecutorFailure(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("fail"))
+	if task.Status.State != a2a.TaskStateFailed {
+		t.Errorf("state = %v, want failed", task.Status.State)
+	}
+	if strings.Contains(text(task.Status.Message), "internal detail") {
+		t.Errorf("failure message leaks the executor's error: %q", text(task.Status.Message))
+	}
+}
+
+// Every subscriber gets the same events in the same order.
+func TestSubscribersAgree(t *testing.T) {
+	t.Parallel()
+	e, ex, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	req := msg("slow s")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	task := send(t, e, ctx, req)
+	var wg sync.WaitGroup
+	results := make([][]string, 5)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev, err := range e.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+				if err != nil {
+					return
+				}
+				if _, isTask := ev.(*a2a.Task); !isTask {
+					results[i] = append(results[i], kinds([]a2a.Event{ev})...)
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(ex.gate("s"))
+	wg.Wait()
+	for i := range results {
+		if diff := cmp.Diff([]string{"status:TASK_STATE_COMPLETED"}, results[i]); diff != "" {
+			t.Errorf("subscriber %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// Tasks a previous process left running are marked failed at startup.
+func TestRecover(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	defer st.Close()
+	ex := &scripted{}
+	e1 := engine.New(ex, st, nil)
+	ctx := as(t.Context(), "alice")
+	req := msg("slow forever")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	task := send(t, e1, ctx, req)
+	waitState(t, e1, ctx, task.ID, a2a.TaskStateWorking)
+	// Simulate a crash: the store keeps the working task; a new engine starts on it.
+	e2 := engine.New(ex, st, nil)
+	n, err := e2.Recover(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Recover() = %d, %v; want 1 task settled", n, err)
+	}
+	got := waitState(t, e2, ctx, task.ID, a2a.TaskStateFailed)
+	if !strings.Contains(text(got.Status.Message), "restarted") {
+		t.Errorf("failed status message = %q, want a reason", text(got.Status.Message))
+	}
+	e1.Close(context.Background())
+	e2.Close(context.Background())
+}
+
+// Events replays the log after a sequence number: what a reconnecting client missed.
+func TestEventsReplay(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("chunks"))
+	var seqs []int64
+	for ev, err := range e.Events(ctx, "", task.ID, 3) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ev.Seq)
+	}
+	if diff := cmp.Diff([]int64{4, 5, 6, 7, 8}, seqs); diff != "" {
+		t.Errorf("Events(after 3) seqs (-want +got):\n%s", diff)
+	}
+}
+
+// A client that lost its stream resumes it with Last-Event-ID and gets exactly what it missed,
+// live events after, and nothing twice.
+func TestResumeWithLastEventID(t *testing.T) {
+	t.Parallel()
+	e, ex, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	sctx, cancel := context.WithCancel(ctx)
+	var first []a2a.Event
+	for ev, err := range e.SendStreamingMessage(sctx, msg("slow gone")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, ev)
+		if len(first) == 2 { // the task and its working status; then the connection drops
+			break
+		}
+	}
+	cancel()
+	last := seqOf(t, first[len(first)-1])
+	task := first[0].(*a2a.Task)
+	close(ex.gate("gone")) // the task completes while nobody listens
+
+	rctx, _ := a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(map[string][]string{"Last-Event-ID": {fmt.Sprint(last)}}))
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		c2, _ := a2asrv.CallContextFrom(rctx)
+		c2.User = cc.User
+	}
+	var rest []a2a.Event
+	for ev, err := range e.SubscribeToTask(rctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+		if err != nil {
+			t.Fatalf("resumed SubscribeToTask error = %v", err)
+		}
+		rest = append(rest, ev)
+	}
+	if diff := cmp.Diff([]string{"status:TASK_STATE_COMPLETED"}, kinds(rest)); diff != "" {
+		t.Errorf("resumed stream (-want +got):\n%s", diff)
+	}
+	if got := seqOf(t, rest[0]); got != last+1 {
+		t.Errorf("first resumed event has seq %d, want %d", got, last+1)
+	}
+	// Resuming at the end of a finished task's log has nothing to give: UnsupportedOperation.
+	endCtx, _ := a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(map[string][]string{"Last-Event-ID": {fmt.Sprint(last + 1)}}))
+	c3, _ := a2asrv.CallContextFrom(endCtx)
+	c3.User = &a2asrv.User{Name: "alice", Authenticated: true}
+	for _, err := range e.SubscribeToTask(endCtx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+		if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+			t.Errorf("resume past the end error = %v, want UnsupportedOperation", err)
+		}
+		break
+	}
+}
+
+func seqOf(t *testing.T, ev a2a.Event) int64 {
+	t.Helper()
+	var m map[string]any
+	switch x := ev.(type) {
+	case *a2a.Task:
+		m = x.Metadata
+	case *a2a.TaskStatusUpdateEvent:
+		m = x.Metadata
+	case *a2a.TaskArtifactUpdateEvent:
+		m = x.Metadata
+	}
+	n, ok := m[engine.SeqKey].(int64)
+	if !ok {
+		t.Fatalf("event %T has no %s metadata: %v", ev, engine.SeqKey, m)
+	}
+	return n
+}

@@ -1,0 +1,559 @@
+package engine
+
+// The eleven A2A operations.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/google/uuid"
+
+	"github.com/a2awebcap/a2awebcap/store"
+)
+
+// begin starts (or resumes) the task a message is for and returns its live state and the
+// sequence number its stream starts after. The caller must release ts.
+func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *taskState, owner store.Owner, after int64, err error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, owner, 0, err
+	}
+	if req == nil || req.Message == nil {
+		return nil, owner, 0, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
+	}
+	if req.Message.ID == "" {
+		return nil, owner, 0, fmt.Errorf("%w: message.messageId is required", a2a.ErrInvalidParams)
+	}
+	if len(req.Message.Parts) == 0 {
+		return nil, owner, 0, fmt.Errorf("%w: message.parts must not be empty", a2a.ErrInvalidParams)
+	}
+	if req.Config != nil && req.Config.PushConfig != nil && e.opts.NoPushNotifications {
+		return nil, owner, 0, a2a.ErrPushNotificationNotSupported
+	}
+	owner = ownerOf(ctx, req.Tenant)
+	msg := *req.Message
+	if msg.Role == "" {
+		msg.Role = a2a.MessageRoleUser
+	}
+	execCtx := &a2asrv.ExecutorContext{Metadata: req.Metadata, Tenant: owner.Tenant}
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		execCtx.User = cc.User
+		execCtx.ServiceParams = cc.ServiceParams()
+	}
+
+	if msg.TaskID == "" {
+		id := a2a.NewTaskID()
+		if msg.ContextID == "" {
+			msg.ContextID = a2a.NewContextID()
+		}
+		msg.TaskID = id
+		now := time.Now().UTC()
+		initial := &a2a.Task{ID: id, ContextID: msg.ContextID,
+			Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &now}, History: []*a2a.Message{&msg}}
+		execCtx.Message, execCtx.TaskID, execCtx.ContextID = &msg, id, msg.ContextID
+		ts = e.state(id)
+		ts.mu.Lock()
+		ts.owner = owner
+		e.startRunLocked(ts, execCtx, initial, nil)
+		ts.mu.Unlock()
+		if err := e.savePushConfig(ctx, ts, owner, req); err != nil {
+			return ts, owner, 0, err
+		}
+		return ts, owner, 0, nil
+	}
+
+	// A follow-up message: it resumes an interrupted task.
+	rec, err := e.st.Get(ctx, owner, msg.TaskID)
+	if err != nil {
+		return nil, owner, 0, notFound(err)
+	}
+	if store.IsTerminal(rec.Task.Status.State) {
+		return nil, owner, 0, fmt.Errorf("%w: task %s is %s and accepts no more messages", a2a.ErrUnsupportedOperation, rec.Task.ID, rec.Task.Status.State)
+	}
+	if msg.ContextID != "" && msg.ContextID != rec.Task.ContextID {
+		return nil, owner, 0, fmt.Errorf("%w: message contextId does not match the task's", a2a.ErrInvalidParams)
+	}
+	msg.ContextID = rec.Task.ContextID
+	ts = e.state(rec.Task.ID)
+	ts.mu.Lock()
+	if ts.run != nil {
+		ts.mu.Unlock()
+		e.release(ts)
+		return nil, owner, 0, fmt.Errorf("%w: task %s is still running; send the next message when it asks for input", a2a.ErrUnsupportedOperation, rec.Task.ID)
+	}
+	ts.owner = rec.Owner
+	// Reserve the task while its history is written: no second resume can start.
+	reserve := &run{done: make(chan struct{})}
+	ts.run = reserve
+	ts.mu.Unlock()
+
+	next := cloneRec(rec)
+	// The user's message is always recorded, even when a client reuses a message ID.
+	next.Task.History = append(next.Task.History, &msg)
+	snapshot := cloneTask(next.Task)
+	if err := e.st.Update(ctx, next, []a2a.Event{snapshot}); err != nil {
+		ts.mu.Lock()
+		ts.run = nil
+		ts.mu.Unlock()
+		e.release(ts)
+		if errors.Is(err, store.ErrConflict) {
+			return nil, owner, 0, fmt.Errorf("%w: task %s changed meanwhile; retry", a2a.ErrUnsupportedOperation, rec.Task.ID)
+		}
+		return nil, owner, 0, err
+	}
+	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, cloneTask(next.Task)
+	ts.mu.Lock()
+	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
+	e.startRunLocked(ts, execCtx, nil, next)
+	ts.mu.Unlock()
+	if err := e.savePushConfig(ctx, ts, owner, req); err != nil {
+		return ts, owner, rec.LastSeq, err
+	}
+	return ts, owner, rec.LastSeq, nil
+}
+
+// savePushConfig stores a push config sent inline with a message, once the task exists.
+func (e *Engine) savePushConfig(ctx context.Context, ts *taskState, owner store.Owner, req *a2a.SendMessageRequest) error {
+	if req.Config == nil || req.Config.PushConfig == nil {
+		return nil
+	}
+	cfg := *req.Config.PushConfig
+	cfg.TaskID = ts.id
+	if cfg.ID == "" {
+		cfg.ID = uuid.NewString()
+	}
+	// The task is created by its first event; wait for it briefly.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := e.st.PutPushConfig(ctx, owner, &cfg)
+		if err == nil || !errors.Is(err, store.ErrNotFound) || time.Now().After(deadline) {
+			return notFound(err)
+		}
+		ts.mu.Lock()
+		changed, done := ts.changed, ts.reply != nil || (ts.run == nil)
+		ts.mu.Unlock()
+		if done {
+			return nil // a direct reply: there is no task to notify about
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// SendMessage runs the agent on a message. By default it waits until the task is finished or
+// interrupted; with returnImmediately it returns the task as soon as it exists.
+func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	ts, owner, after, err := e.begin(ctx, req)
+	if ts != nil {
+		defer e.release(ts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	immediate := req.Config != nil && req.Config.ReturnImmediately
+	for ev, err := range e.watch(ctx, ts, owner, after, endsStream) {
+		if err != nil {
+			return nil, err
+		}
+		if msg, ok := ev.Event.(*a2a.Message); ok && ev.Seq == 0 {
+			return msg, nil
+		}
+		if immediate {
+			break
+		}
+	}
+	ts.mu.Lock()
+	rec := ts.rec
+	ts.mu.Unlock()
+	if rec == nil {
+		return nil, fmt.Errorf("%w: the agent produced no response", a2a.ErrInternalError)
+	}
+	var hl *int
+	if req.Config != nil {
+		hl = req.Config.HistoryLength
+	}
+	return shape(rec.Task, hl, true), nil
+}
+
+// SendStreamingMessage runs the agent on a message and streams the task's events: the Task
+// first (or a single Message), then its updates, until it is finished or interrupted.
+func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if e.opts.NoStreaming {
+			yield(nil, a2a.ErrUnsupportedOperation)
+			return
+		}
+		ts, owner, after, err := e.begin(ctx, req)
+		if ts != nil {
+			defer e.release(ts)
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for ev, err := range e.watch(ctx, ts, owner, after, endsStream) {
+			if !yield(withSeq(ev), err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// GetTask returns a task, with historyLength applied.
+func (e *Engine) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	if req.HistoryLength != nil && *req.HistoryLength < 0 {
+		return nil, fmt.Errorf("%w: historyLength must not be negative", a2a.ErrInvalidParams)
+	}
+	rec, err := e.st.Get(ctx, ownerOf(ctx, req.Tenant), req.ID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return shape(rec.Task, req.HistoryLength, true), nil
+}
+
+// ListTasks lists the caller's tasks, newest first, with cursor pagination.
+func (e *Engine) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	if req.PageSize < 0 || req.PageSize > 100 {
+		return nil, fmt.Errorf("%w: pageSize must be between 1 and 100", a2a.ErrInvalidParams)
+	}
+	if req.HistoryLength != nil && *req.HistoryLength < 0 {
+		return nil, fmt.Errorf("%w: historyLength must not be negative", a2a.ErrInvalidParams)
+	}
+	if req.Status != "" && !knownStates[req.Status] {
+		return nil, fmt.Errorf("%w: unknown task state %q", a2a.ErrInvalidParams, req.Status)
+	}
+	q := store.ListQuery{ContextID: req.ContextID, State: req.Status, PageSize: req.PageSize, PageToken: req.PageToken}
+	if req.StatusTimestampAfter != nil {
+		q.UpdatedAfter = *req.StatusTimestampAfter
+	}
+	res, err := e.st.List(ctx, ownerOf(ctx, req.Tenant), q)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w: invalid pageToken", a2a.ErrInvalidParams)
+		}
+		return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
+	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, NextPageToken: res.NextPageToken}
+	for _, t := range res.Tasks {
+		out.Tasks = append(out.Tasks, shape(t.Task, req.HistoryLength, req.IncludeArtifacts))
+	}
+	out.PageSize = req.PageSize
+	if out.PageSize == 0 {
+		out.PageSize = 50
+	}
+	return out, nil
+}
+
+// CancelTask cancels a task that is not finished, through the executor's Cancel.
+func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	owner := ownerOf(ctx, req.Tenant)
+	rec, err := e.st.Get(ctx, owner, req.ID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if store.IsTerminal(rec.Task.Status.State) {
+		return nil, fmt.Errorf("%w: task %s is %s", a2a.ErrTaskNotCancelable, rec.Task.ID, rec.Task.Status.State)
+	}
+	ts := e.state(req.ID)
+	defer e.release(ts)
+	ts.mu.Lock()
+	r := ts.run
+	ts.mu.Unlock()
+	execCtx := &a2asrv.ExecutorContext{TaskID: rec.Task.ID, ContextID: rec.Task.ContextID, StoredTask: cloneTask(rec.Task), Metadata: req.Metadata, Tenant: owner.Tenant}
+	if r != nil && r.execCtx != nil {
+		execCtx.Message = r.execCtx.Message
+		execCtx.User = r.execCtx.User
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var events []a2a.Event
+	for ev, err := range e.exec.Cancel(cctx, execCtx) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", a2a.ErrTaskNotCancelable, err)
+		}
+		if ev != nil {
+			events = append(events, ev)
+		}
+	}
+	for attempt := 0; attempt < 8; attempt++ {
+		if attempt > 0 {
+			if rec, err = e.st.Get(ctx, owner, req.ID); err != nil {
+				return nil, notFound(err)
+			}
+			if store.IsTerminal(rec.Task.Status.State) {
+				if rec.Task.Status.State == a2a.TaskStateCanceled {
+					return shape(rec.Task, nil, true), nil
+				}
+				return nil, fmt.Errorf("%w: task %s is %s", a2a.ErrTaskNotCancelable, rec.Task.ID, rec.Task.Status.State)
+			}
+		}
+		next := cloneRec(rec)
+		evs := append([]a2a.Event(nil), events...)
+		for _, ev := range evs {
+			if err := apply(next.Task, ev); err != nil {
+				return nil, err
+			}
+		}
+		if next.Task.Status.State != a2a.TaskStateCanceled {
+			ev := statusEvent(next.Task, a2a.TaskStateCanceled, "")
+			apply(next.Task, ev)
+			evs = append(evs, ev)
+		}
+		err := e.st.Update(ctx, next, evs)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ts.mu.Lock()
+		e.publishLocked(ts, cloneRec(next), evs)
+		if ts.run != nil && ts.run.cancel != nil {
+			ts.run.cancel(errCanceled)
+		}
+		ts.mu.Unlock()
+		return shape(next.Task, nil, true), nil
+	}
+	return nil, fmt.Errorf("%w: task %s keeps changing", a2a.ErrTaskNotCancelable, req.ID)
+}
+
+var errCanceled = errors.New("engine: task canceled")
+
+var knownStates = map[a2a.TaskState]bool{
+	a2a.TaskStateSubmitted: true, a2a.TaskStateWorking: true, a2a.TaskStateInputRequired: true,
+	a2a.TaskStateAuthRequired: true, a2a.TaskStateCompleted: true, a2a.TaskStateFailed: true,
+	a2a.TaskStateCanceled: true, a2a.TaskStateRejected: true,
+}
+
+// SubscribeToTask streams a task's events: the Task as it is now, then its updates, until it
+// reaches a terminal state (or, after being resumed, an interrupted one).
+//
+// Resuming a stream: every streamed event carries its sequence number in the task's log under
+// the metadata key SeqKey. A client that lost its stream subscribes again with the service
+// parameter Last-Event-ID (an HTTP header; gRPC metadata last-event-id) set to the last number
+// it received: it then gets every event after that one, from the log, before the live ones —
+// also for a task that has finished meanwhile. Without it, the stream opens with the Task.
+func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if e.opts.NoStreaming {
+			yield(nil, a2a.ErrUnsupportedOperation)
+			return
+		}
+		owner := ownerOf(ctx, req.Tenant)
+		last, resuming, err := lastEventID(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		// Watch the task before reading it: an execution that ends between the read and the
+		// watch would otherwise leave us with a stale record and nothing running to wake us.
+		ts := e.state(req.ID)
+		defer e.release(ts)
+		rec, err := e.st.Get(ctx, owner, req.ID)
+		if err != nil {
+			yield(nil, notFound(err))
+			return
+		}
+		if store.IsTerminal(rec.Task.Status.State) && !(resuming && last < rec.LastSeq) {
+			yield(nil, fmt.Errorf("%w: task %s is %s", a2a.ErrUnsupportedOperation, rec.Task.ID, rec.Task.Status.State))
+			return
+		}
+		ts.mu.Lock()
+		if ts.rec == nil || ts.rec.Version < rec.Version {
+			ts.rec = cloneRec(rec)
+		}
+		ts.owner = rec.Owner
+		ts.mu.Unlock()
+		after := rec.LastSeq
+		if resuming {
+			after = last
+		} else {
+			snapshot := shape(rec.Task, nil, true)
+			setSeq(&snapshot.Metadata, rec.LastSeq)
+			if !yield(snapshot, nil) {
+				return
+			}
+		}
+		stops := endsStream
+		if resuming {
+			stops = store.IsTerminal
+		}
+		for ev, err := range e.watch(ctx, ts, owner, after, stops) {
+			if !yield(withSeq(ev), err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// SeqKey is the metadata key under which streamed events carry their sequence number in the
+// task's event log (see SubscribeToTask).
+const SeqKey = "a2awebcap.seq"
+
+// lastEventID reads the Last-Event-ID service parameter.
+func lastEventID(ctx context.Context) (int64, bool, error) {
+	cc, ok := a2asrv.CallContextFrom(ctx)
+	if !ok {
+		return 0, false, nil
+	}
+	vals, ok := cc.ServiceParams().Get("Last-Event-ID")
+	if !ok || len(vals) == 0 || vals[0] == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(vals[0]), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, fmt.Errorf("%w: Last-Event-ID must be a sequence number from the %q metadata of an event", a2a.ErrInvalidParams, SeqKey)
+	}
+	return n, true, nil
+}
+
+// withSeq returns the event with its sequence number in its metadata (a copy: logged events
+// are shared).
+func withSeq(ev store.Event) a2a.Event {
+	if ev.Seq == 0 {
+		return ev.Event
+	}
+	switch x := ev.Event.(type) {
+	case *a2a.Task:
+		c := cloneTask(x)
+		setSeq(&c.Metadata, ev.Seq)
+		return c
+	case *a2a.TaskStatusUpdateEvent:
+		c := *x
+		c.Metadata = cloneMeta(x.Metadata)
+		setSeq(&c.Metadata, ev.Seq)
+		return &c
+	case *a2a.TaskArtifactUpdateEvent:
+		c := *x
+		c.Metadata = cloneMeta(x.Metadata)
+		setSeq(&c.Metadata, ev.Seq)
+		return &c
+	case *a2a.Message:
+		c := *x
+		c.Metadata = cloneMeta(x.Metadata)
+		setSeq(&c.Metadata, ev.Seq)
+		return &c
+	}
+	return ev.Event
+}
+
+func cloneMeta(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func setSeq(m *map[string]any, seq int64) {
+	if *m == nil {
+		*m = map[string]any{}
+	}
+	(*m)[SeqKey] = seq
+}
+
+// Events replays a task's log after a sequence number (for clients that reconnect), then
+// follows it live like SubscribeToTask. Each event comes with its sequence number.
+func (e *Engine) Events(ctx context.Context, tenant string, id a2a.TaskID, afterSeq int64) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		owner := ownerOf(ctx, tenant)
+		ts := e.state(id) // before the read, as in SubscribeToTask
+		defer e.release(ts)
+		rec, err := e.st.Get(ctx, owner, id)
+		if err != nil {
+			yield(store.Event{}, notFound(err))
+			return
+		}
+		ts.mu.Lock()
+		if ts.rec == nil || ts.rec.Version < rec.Version {
+			ts.rec = cloneRec(rec)
+		}
+		ts.mu.Unlock()
+		for ev, err := range e.watch(ctx, ts, owner, afterSeq, store.IsTerminal) {
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// ---- push notification configs ----
+
+func (e *Engine) pushAllowed() error {
+	if e.opts.NoPushNotifications {
+		return a2a.ErrPushNotificationNotSupported
+	}
+	return nil
+}
+
+func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if err := e.pushAllowed(); err != nil {
+		return nil, err
+	}
+	if req.URL == "" {
+		return nil, fmt.Errorf("%w: url is required", a2a.ErrInvalidParams)
+	}
+	cfg := *req
+	if cfg.ID == "" {
+		cfg.ID = uuid.NewString()
+	}
+	if err := e.st.PutPushConfig(ctx, ownerOf(ctx, req.Tenant), &cfg); err != nil {
+		return nil, notFound(err)
+	}
+	return &cfg, nil
+}
+
+func (e *Engine) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	if err := e.pushAllowed(); err != nil {
+		return nil, err
+	}
+	cfg, err := e.st.GetPushConfig(ctx, ownerOf(ctx, req.Tenant), req.TaskID, req.ID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return cfg, nil
+}
+
+func (e *Engine) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	if err := e.pushAllowed(); err != nil {
+		return nil, err
+	}
+	cfgs, err := e.st.ListPushConfigs(ctx, ownerOf(ctx, req.Tenant), req.TaskID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if cfgs == nil {
+		cfgs = []*a2a.PushConfig{}
+	}
+	return &a2a.ListTaskPushConfigResponse{Configs: cfgs}, nil
+}
+
+func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
+	if err := e.pushAllowed(); err != nil {
+		return err
+	}
+	return notFound(e.st.DeletePushConfig(ctx, ownerOf(ctx, req.Tenant), req.TaskID, req.ID))
+}
+
+// GetExtendedAgentCard serves the extended card to authenticated callers.
+func (e *Engine) GetExtendedAgentCard(ctx context.Context, req *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	if e.opts.ExtendedCard == nil {
+		return nil, a2a.ErrExtendedCardNotConfigured
+	}
+	if cc, ok := a2asrv.CallContextFrom(ctx); !ok || cc.User == nil || !cc.User.Authenticated {
+		return nil, a2a.ErrUnauthenticated
+	}
+	return e.opts.ExtendedCard(ctx)
+}
