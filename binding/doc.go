@@ -1,0 +1,85 @@
+// Package binding serves an A2A v1.0 agent — any [a2asrv.RequestHandler] —
+// over the three standard protocol bindings of the A2A specification:
+// JSON-RPC 2.0, HTTP+JSON/REST and gRPC.
+//
+// # What a client sees
+//
+// [NewHTTPHandler] answers, on one port:
+//
+//	GET|HEAD /.well-known/agent-card.json  the agent card (Cache-Control, strong ETag, 304)
+//	POST     /a2a/jsonrpc                  JSON-RPC 2.0; SSE for SendStreamingMessage, SubscribeToTask
+//	*        /a2a/rest/...                 HTTP+JSON: /message:send, /tasks/{id}, ... and the
+//	                                       tenant forms /{tenant}/message:send, /{tenant}/tasks/{id}, ...
+//
+// The two paths are the card's own JSON-RPC and HTTP+JSON interface URLs
+// when it lists them, else the defaults above (see [Options]). The card that
+// is served lists every interface the process serves in its
+// supportedInterfaces, in preference order: those the given card already
+// lists, then JSON-RPC, HTTP+JSON and, when [Options].GRPCAddress is set,
+// gRPC, each with protocolVersion "1.0" (and "0.3" copies after them when
+// [Options].Serve03 is set). Interface URLs the handler adds are completed from
+// [Options].BaseURL, or from the scheme and Host of each card request.
+//
+// [NewGRPCServer] returns a *grpc.Server exposing lf.a2a.v1.A2AService (and,
+// with [GRPCOptions].Serve03, the 0.3 a2a.v1.A2AService) for a listener of the
+// caller's choice.
+//
+// Every binding applies the same request checks before the request reaches
+// the RequestHandler, and reports them with the error codes of the spec's
+// error table (JSON-RPC code / HTTP status / gRPC status):
+//
+//   - A2A-Version (header, gRPC metadata, or for HTTP the A2A-Version query
+//     parameter): "1.0" — patch digits ignored — is served; a request that
+//     declares none is served as 1.0 (see [Options].EmptyVersion); "0.3" is
+//     served through a2a-go's a2av0 compatibility layer when Serve03 is set;
+//     anything else gets VersionNotSupportedError (-32009 / 400
+//     FAILED_PRECONDITION / FAILED_PRECONDITION). The error's ErrorInfo
+//     metadata lists the supported versions.
+//   - A2A-Extensions: every extension the card marks required: true must be
+//     declared, else ExtensionSupportRequiredError (-32008 / 400 / FAILED_PRECONDITION).
+//     Comma-separated lists (the form the spec recommends) are split, so
+//     [a2asrv.ExtensionsFrom] reports each URI separately.
+//   - Body size: bodies over [Options].MaxBodyBytes (4 MiB by default) are
+//     rejected before they are decoded: HTTP 413 on REST, a JSON-RPC
+//     -32600 error on JSON-RPC, RESOURCE_EXHAUSTED on gRPC.
+//   - Content-Type: application/json, application/a2a+json (any +json type)
+//     or none is accepted; other media types get ContentTypeNotSupportedError
+//     (-32005 / 400 INVALID_ARGUMENT).
+//
+// On the wire:
+//
+//   - REST responses carry Content-Type application/a2a+json when the
+//     client's Accept header asks for it, else application/json (which every
+//     JSON client reads, a2a-go's included, and the conformance kit expects);
+//     JSON-RPC responses are application/json, as the spec says. A request
+//     body that is not JSON gets 415 on REST.
+//   - Streaming responses (SSE) carry a ": keep-alive" comment every
+//     [Options].KeepAlive (15 s by default) so proxies keep idle streams open.
+//   - A REST stream that fails before its first event (SubscribeToTask on an
+//     unknown or finished task, say) is answered with the error's HTTP status
+//     and a google.rpc.Status body instead of a 200 event stream holding the
+//     error; a later failure is sent as an SSE event of type "error".
+//
+// The protocol work itself — decoding, method dispatch, SSE framing, error
+// mapping — is a2a-go's ([a2asrv.NewJSONRPCHandler], [a2asrv.NewRESTHandler],
+// [a2asrv.NewTenantRESTHandler], the a2agrpc adapter and the a2av0 compat
+// handlers); this package routes to them and adds what they lack.
+//
+// # Example
+//
+//	handler := a2asrv.NewHandler(myExecutor)
+//	card := &a2a.AgentCard{Name: "Echo", Version: "1.0.0",
+//		Capabilities: a2a.AgentCapabilities{Streaming: true}}
+//	srv := &http.Server{Addr: ":8080", Handler: binding.NewHTTPHandler(handler, card, &binding.Options{
+//		BaseURL:     "https://agent.example.com",
+//		GRPCAddress: "agent.example.com:8443",
+//	})}
+//	go srv.ListenAndServe()
+//
+//	lis, _ := net.Listen("tcp", ":8443")
+//	go binding.NewGRPCServer(handler, &binding.GRPCOptions{Card: card}).Serve(lis)
+//
+// A client then resolves https://agent.example.com/.well-known/agent-card.json
+// and picks any of the three interfaces; see the package example for a
+// runnable round trip.
+package binding

@@ -1,0 +1,139 @@
+package binding
+
+import (
+	"context"
+	"math"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2agrpcv0 "github.com/a2aproject/a2a-go/v2/a2agrpc/v0"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// gRPC service names of the two protocol versions.
+const (
+	grpcService10 = "lf.a2a.v1.A2AService" // a2a.proto of spec 1.0
+	grpcService03 = "a2a.v1.A2AService"    // a2a.proto of spec 0.3
+)
+
+// NewGRPCServer returns a gRPC server exposing h as the A2A 1.0 service
+// lf.a2a.v1.A2AService through a2a-go's a2agrpc adapter (and the 0.3 service
+// when opts.Serve03 is set). Its interceptors apply the binding's checks to
+// every call of those services: the declared a2a-version must be the
+// service's own (or absent), and every extension opts.Card marks required must
+// be declared in a2a-extensions (comma-separated lists are split, so
+// a2asrv.ExtensionsFrom sees one URI per entry). Calls to other services
+// registered on the returned server pass through unchecked.
+//
+// The caller serves it on a listener of its choice and lists that address
+// in the card (see [Options].GRPCAddress). opts may be nil.
+func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
+	if h == nil {
+		panic("binding: nil RequestHandler")
+	}
+	var o GRPCOptions
+	if opts != nil {
+		o = *opts
+	}
+	maxMsg := o.MaxMessageBytes
+	switch {
+	case maxMsg == 0:
+		maxMsg = DefaultMaxBodyBytes
+	case maxMsg < 0:
+		maxMsg = math.MaxInt32
+	}
+	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}}
+	if o.Serve03 {
+		g.supported = append(g.supported, Version03)
+	}
+	sopts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(g.unary),
+		grpc.ChainStreamInterceptor(g.stream),
+		grpc.MaxRecvMsgSize(maxMsg),
+	}
+	s := grpc.NewServer(append(sopts, o.ServerOptions...)...)
+	a2agrpc.NewHandler(h).RegisterWith(s)
+	if o.Serve03 {
+		a2agrpcv0.NewHandler(h).RegisterWith(s)
+	}
+	return s
+}
+
+type grpcGuard struct {
+	required  []string
+	supported []string
+}
+
+func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := g.check(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+func (g *grpcGuard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, err := g.check(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *ctxStream) Context() context.Context { return s.ctx }
+
+// check validates a call to method and returns the context the service
+// should see (with the extensions metadata split into single URIs).
+func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, error) {
+	service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	var own string
+	switch service {
+	case grpcService10:
+		own = Version10
+	case grpcService03:
+		own = Version03
+	default:
+		return ctx, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var declared string
+	if vs := md.Get(hdrVersion); len(vs) > 0 {
+		declared = vs[0]
+	}
+	if v, ok := normalizeVersion(declared); !ok || (v != "" && v != own) {
+		return ctx, grpcError(errVersionNotSupported(declared, g.supported))
+	}
+
+	uris := splitList(md.Get(hdrExtensions))
+	if own == Version03 {
+		uris = append(uris, splitList(md.Get(hdrLegacyExtensions))...)
+	}
+	if missing := missingExtensions(g.required, uris); len(missing) > 0 {
+		return ctx, grpcError(errExtensionRequired(missing))
+	}
+	if len(uris) > 0 {
+		md = md.Copy()
+		md.Set(strings.ToLower(hdrExtensions), uris...)
+		ctx = metadata.NewIncomingContext(ctx, md)
+	}
+	return ctx, nil
+}
+
+// grpcError renders e as a gRPC status with a google.rpc.ErrorInfo detail (§10.6).
+func grpcError(e *requestError) error {
+	st := status.New(e.grpcCode, e.message)
+	if withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: e.reason, Domain: a2a.ProtocolDomain, Metadata: e.meta}); err == nil {
+		st = withInfo
+	}
+	return st.Err()
+}

@@ -1,0 +1,129 @@
+package binding
+
+import (
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/grpc"
+)
+
+// Defaults applied for zero-valued [Options] and [GRPCOptions] fields.
+const (
+	DefaultJSONRPCPath  = "/a2a/jsonrpc"
+	DefaultRESTPath     = "/a2a/rest"
+	DefaultCardMaxAge   = 5 * time.Minute
+	DefaultKeepAlive    = 15 * time.Second
+	DefaultMaxBodyBytes = 4 << 20
+	// WellKnownCardPath is where the public agent card is served.
+	WellKnownCardPath = "/.well-known/agent-card.json"
+)
+
+// Protocol versions this package understands (Major.Minor, spec §3.6).
+const (
+	Version10 = "1.0"
+	Version03 = "0.3"
+)
+
+// Options configures [NewHTTPHandler]. A nil *Options means all zero values.
+type Options struct {
+	// JSONRPCPath is the URL path of the JSON-RPC endpoint.
+	// Zero: the path of the card's first JSON-RPC 1.0 interface URL, or
+	// DefaultJSONRPCPath ("/a2a/jsonrpc") when the card lists none.
+	JSONRPCPath string
+
+	// RESTPath is the base path under which the HTTP+JSON routes
+	// (/message:send, /tasks/{id}, /{tenant}/tasks, ...) are served.
+	// Zero: the path of the card's first HTTP+JSON 1.0 interface URL, or
+	// DefaultRESTPath ("/a2a/rest") when the card lists none. "/" serves the
+	// routes at the root.
+	RESTPath string
+
+	// BaseURL is the externally visible scheme://host[:port] used to complete
+	// the URLs of the interfaces the handler adds to the card.
+	// Zero: each card request's own scheme (https when the connection is TLS,
+	// else http) and Host header. Set it behind a proxy that rewrites either.
+	BaseURL string
+
+	// GRPCAddress is the host:port where the gRPC server of [NewGRPCServer]
+	// listens; when set the card lists a GRPC interface with that URL.
+	// Zero: the card lists gRPC only if the given card already does.
+	GRPCAddress string
+
+	// CardMaxAge is the max-age of the agent card's Cache-Control header.
+	// Zero: DefaultCardMaxAge (5 minutes). Negative: "no-cache", so clients
+	// revalidate with If-None-Match on every use.
+	CardMaxAge time.Duration
+
+	// KeepAlive is the interval between ": keep-alive" SSE comments on
+	// streaming responses. Zero: DefaultKeepAlive (15 s). Negative: none.
+	KeepAlive time.Duration
+
+	// MaxBodyBytes bounds the size of request bodies.
+	// Zero: DefaultMaxBodyBytes (4 MiB). Negative: no limit.
+	MaxBodyBytes int64
+
+	// Serve03 makes the handler serve requests declaring "A2A-Version: 0.3"
+	// through a2a-go's a2av0 compatibility layer (JSON-RPC at the same path,
+	// HTTP+JSON at RESTPath+"/v1/..."), and list 0.3 copies of the JSON-RPC,
+	// HTTP+JSON and gRPC interfaces after the 1.0 ones; the card is then
+	// served in a2av0's union of the 1.0 and 0.3 card shapes. A REST request
+	// must declare 0.3 to reach the 0.3 routes: without A2A-Version,
+	// RESTPath+"/v1/message:send" is the 1.0 route of tenant "v1". (The 0.3
+	// clients of a2a-go and @a2a-js/sdk send the header.)
+	// Zero (false): 0.3 requests get VersionNotSupportedError.
+	Serve03 bool
+
+	// EmptyVersion is the version assumed for a request that declares no
+	// A2A-Version. Zero: "1.0" — except that, with Serve03, a JSON-RPC
+	// request calling a 0.3 method name ("message/send", "tasks/get", ...),
+	// which 1.0 cannot serve, is served as 0.3. The spec (§3.6.2) reads an
+	// empty version as 0.3: set "0.3" together with Serve03 for that.
+	EmptyVersion string
+
+	// TransportOptions are passed to a2a-go's HTTP handlers (for example
+	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
+	// comes from KeepAlive and is appended after these.
+	TransportOptions []a2asrv.TransportOption
+}
+
+// GRPCOptions configures [NewGRPCServer]. A nil *GRPCOptions means all zero values.
+type GRPCOptions struct {
+	// Card is the agent card; calls must declare, in a2a-extensions
+	// metadata, every extension it marks required.
+	// Zero (nil): no extension is required.
+	Card *a2a.AgentCard
+
+	// Serve03 also registers a2a-go's 0.3 service (a2a.v1.A2AService) next to
+	// the 1.0 one (lf.a2a.v1.A2AService). Each service serves calls that
+	// declare its own version or none; other versions get
+	// VersionNotSupportedError (FAILED_PRECONDITION).
+	// Zero (false): only the 1.0 service; calls declaring 0.3 are rejected.
+	Serve03 bool
+
+	// MaxMessageBytes bounds received messages (larger ones fail with
+	// RESOURCE_EXHAUSTED). Zero: DefaultMaxBodyBytes (4 MiB). Negative: no limit.
+	MaxMessageBytes int
+
+	// ServerOptions are passed to grpc.NewServer after the binding's own
+	// (interceptors, message size), so they can add credentials, keepalive
+	// policy, further chained interceptors, and so on. Zero: none.
+	ServerOptions []grpc.ServerOption
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.CardMaxAge == 0 {
+		r.CardMaxAge = DefaultCardMaxAge
+	}
+	if r.KeepAlive == 0 {
+		r.KeepAlive = DefaultKeepAlive
+	}
+	if r.MaxBodyBytes == 0 {
+		r.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return r
+}
