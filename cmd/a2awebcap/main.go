@@ -1,0 +1,241 @@
+// Command a2awebcap runs and talks to A2A agents.
+//
+//	a2awebcap serve [flags]
+//
+// serve runs an A2A 1.0 server: the engine on the embedded SQLite store (a2awebcap.db), the
+// built-in agent (or the conformance agent), JSON-RPC, HTTP+JSON/REST and the agent card on one
+// port, gRPC on its own port when asked, and the Cap'n Web endpoint at /capnweb.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2awebcap/a2awebcap/agents"
+	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/store"
+	"github.com/a2awebcap/a2awebcap/store/memory"
+	"github.com/a2awebcap/a2awebcap/store/sqlite"
+)
+
+const usage = `a2awebcap — a server, library and CLI for A2A agents, with a Cap'n Web binding.
+
+Usage:
+  a2awebcap serve [flags]    run an A2A server (see "a2awebcap serve -h")
+
+With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
+the built-in agent (send it "help"). The agent card is at /.well-known/agent-card.json.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "a2awebcap: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a2awebcap:", err)
+		os.Exit(1)
+	}
+}
+
+type serveConfig struct {
+	addr, grpcAddr, db, agent, name, baseURL, logLevel string
+	drain                                              time.Duration
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: a2awebcap serve [flags]
+
+Runs an A2A server. Clients find it through its agent card:
+  http://ADDR/.well-known/agent-card.json
+which lists the JSON-RPC (/a2a/jsonrpc), HTTP+JSON (/a2a/rest) and, with -grpc-addr, gRPC
+interfaces. Tasks survive restarts: they are kept in the -db store.
+
+Flags (each can also be set by the environment variable shown):
+`)
+		fs.PrintDefaults()
+	}
+	var c serveConfig
+	fs.StringVar(&c.addr, "addr", envOr("A2AWEBCAP_ADDR", "127.0.0.1:8080"), "HTTP `address` to listen on (A2AWEBCAP_ADDR)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", envOr("A2AWEBCAP_GRPC_ADDR", ""), "also serve gRPC on this `address`; empty: no gRPC (A2AWEBCAP_GRPC_ADDR)")
+	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", "a2awebcap.db"), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing (A2AWEBCAP_DB)")
+	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "builtin"), "the agent to run: builtin, or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
+	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
+	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
+	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, c, log)
+}
+
+func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
+	st, err := openStore(ctx, c.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	var exec a2asrv.AgentExecutor
+	card := agentCard(c)
+	switch c.agent {
+	case "builtin":
+		exec = &agents.Builtin{}
+	case "conformance":
+		exec = &agents.Conformance{}
+	default:
+		return fmt.Errorf("-agent: unknown agent %q (want builtin or conformance)", c.agent)
+	}
+
+	// Push notifications are not delivered yet: the card does not offer them, and the engine
+	// answers PushNotificationNotSupported, as the spec requires of such an agent.
+	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: !card.Capabilities.PushNotifications})
+	if n, err := eng.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering tasks: %w", err)
+	} else if n > 0 {
+		log.Warn("tasks left running by the previous process were marked failed", "count", n)
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{BaseURL: c.baseURL, GRPCAddress: c.grpcAddr})
+	rpc := capnweb.NewHandler(func(*http.Request) (any, error) { return &demo{}, nil },
+		&capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}})
+	mux := http.NewServeMux()
+	mux.Handle("/capnweb", rpc)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/", a2aHTTP)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Shutdown does not close hijacked (WebSocket) connections: the capnweb handler does.
+	srv.RegisterOnShutdown(func() { rpc.Close() })
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	var gln net.Listener
+	if c.grpcAddr != "" {
+		gln, err = net.Listen("tcp", c.grpcAddr)
+		if err != nil {
+			return fmt.Errorf("-grpc-addr: %w", err)
+		}
+		gs := binding.NewGRPCServer(eng, nil)
+		go func() { errc <- gs.Serve(gln) }()
+		defer gs.Stop()
+	}
+	log.Info("serving", "agent", c.agent, "store", c.db,
+		"card", "http://"+ln.Addr().String()+"/.well-known/agent-card.json", "grpc", c.grpcAddr)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "drain", c.drain)
+	sctx, cancel := context.WithTimeout(context.Background(), c.drain)
+	defer cancel()
+	// New requests are refused at once; open streams end when the engine closes, which marks
+	// tasks still running failed (they are not resumed), so no client waits forever.
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(sctx) }()
+	if err := eng.Close(sctx); err != nil {
+		log.Warn("engine did not stop in time", "err", err)
+	}
+	if err := <-shutdown; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+func openStore(ctx context.Context, db string) (store.Store, error) {
+	switch {
+	case db == "memory":
+		return memory.New(), nil
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		return openPostgres(ctx, db)
+	default:
+		st, err := sqlite.Open(ctx, db, nil)
+		if err != nil {
+			return nil, fmt.Errorf("opening SQLite store %s: %w", db, err)
+		}
+		return st, nil
+	}
+}
+
+func agentCard(c serveConfig) *a2a.AgentCard {
+	switch c.agent {
+	case "conformance":
+		name := c.name
+		if name == "" {
+			name = "a2awebcap conformance agent"
+		}
+		return agents.Card(name, "Implements the A2A conformance kit's scenarios.", "", (&agents.Conformance{}).Skills()...)
+	default:
+		name := c.name
+		if name == "" {
+			name = "a2awebcap"
+		}
+		return agents.Card(name, "A small utility agent that needs no LLM: send it \"help\".", "", (&agents.Builtin{}).Skills()...)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// demo is the object served at /capnweb until the A2A binding over Cap'n Web takes its place.
+type demo struct{ capnweb.Target }
+
+// Echo returns its argument.
+func (demo) Echo(v any) any { return v }
+
+// Add adds two numbers.
+func (demo) Add(a, b float64) float64 { return a + b }
+
+// Now returns the server's time.
+func (demo) Now() time.Time { return time.Now() }

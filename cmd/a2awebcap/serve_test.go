@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+
+	"github.com/a2awebcap/a2awebcap/engine"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitUp(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("server at %s did not come up", addr)
+}
+
+func client(t *testing.T, addr string) *a2aclient.Client {
+	t.Helper()
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), "http://"+addr)
+	if err != nil {
+		t.Fatalf("resolving the agent card: %v", err)
+	}
+	c, err := a2aclient.NewFromCard(t.Context(), card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Destroy() })
+	return c
+}
+
+func text(m *a2a.Message) string {
+	if m == nil || len(m.Parts) == 0 {
+		return ""
+	}
+	return m.Parts[0].Text()
+}
+
+// serve on the SQLite default answers through its card, and its tasks survive a restart.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := serveConfig{addr: addr, db: filepath.Join(dir, "a2a.db"), agent: "builtin", drain: 5 * time.Second}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	start := func() (context.CancelFunc, chan error) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, cfg, log) }()
+		waitUp(t, addr)
+		return cancel, done
+	}
+	stop, done := start()
+	c := client(t, addr)
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo persistence"))})
+	if err != nil {
+		t.Fatalf("SendMessage(echo) error = %v", err)
+	}
+	var id a2a.TaskID
+	switch r := res.(type) {
+	case *a2a.Task:
+		id = r.ID
+	case *a2a.Message:
+		if !strings.Contains(text(r), "persistence") {
+			t.Errorf("echo reply = %q", text(r))
+		}
+	}
+	// A task that takes a while: completes, with progress, as a task.
+	res, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("wait 1"))})
+	if err != nil {
+		t.Fatalf("SendMessage(wait 1) error = %v", err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("SendMessage(wait 1) = %#v, want a completed task", res)
+	}
+	if id == "" {
+		id = task.ID
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("serve stopped with %v", err)
+	}
+
+	// Restart on the same file: the task is still there.
+	stop, done = start()
+	defer func() { stop(); <-done }()
+	c = client(t, addr)
+	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
+	if err != nil {
+		t.Fatalf("GetTask after restart error = %v", err)
+	}
+	if got.ID != id {
+		t.Errorf("GetTask after restart = %v", got.ID)
+	}
+}
+
+// A server killed with SIGKILL while a task runs comes back with the task and every event
+// stored before the kill; the task whose executor died is marked failed with a reason.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a server process")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "a2awebcap")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addr := freeAddr(t)
+	db := filepath.Join(dir, "a2a.db")
+	startProc := func() *exec.Cmd {
+		cmd := exec.Command(bin, "serve", "-addr", addr, "-db", db)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitUp(t, addr)
+		return cmd
+	}
+	p := startProc()
+	c := client(t, addr)
+	// A long task, streamed: read a few progress events, then kill the server.
+	ctx, cancel := context.WithCancel(t.Context())
+	var taskID a2a.TaskID
+	var progress []string // status messages received before the kill: acknowledged events
+	var lastSeq int64
+	seen := 0
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("wait 30"))}) {
+		if err != nil {
+			t.Fatalf("stream error before the kill: %v", err)
+		}
+		if tk, ok := ev.(*a2a.Task); ok {
+			taskID = tk.ID
+		}
+		if su, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
+			if su.Status.Message != nil {
+				progress = append(progress, text(su.Status.Message))
+			}
+			if n, ok := su.Metadata[engine.SeqKey].(float64); ok {
+				lastSeq = int64(n)
+			}
+		}
+		if seen++; seen == 4 {
+			break
+		}
+	}
+	cancel()
+	if taskID == "" {
+		t.Fatal("the stream did not start with the task")
+	}
+	p.Process.Signal(syscall.SIGKILL)
+	p.Wait()
+
+	p = startProc()
+	defer func() { p.Process.Signal(syscall.SIGTERM); p.Wait() }()
+	c = client(t, addr)
+	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: taskID})
+	if err != nil {
+		t.Fatalf("GetTask after the kill error = %v", err)
+	}
+	if got.Status.State != a2a.TaskStateFailed {
+		t.Errorf("state after the kill = %v, want failed (its executor died)", got.Status.State)
+	}
+	if !strings.Contains(strings.ToLower(text(got.Status.Message)), "restart") {
+		t.Errorf("failure reason = %q, want one saying the server restarted", text(got.Status.Message))
+	}
+	var history []string
+	for _, m := range got.History {
+		history = append(history, text(m))
+	}
+	if len(progress) == 0 {
+		t.Fatal("no progress event arrived before the kill")
+	}
+	for _, p := range progress {
+		if !slices.Contains(history, p) {
+			t.Errorf("progress %q, received before the kill, is not in the task's history %q", p, history)
+		}
+	}
+
+	// The client reconnects where it left off and receives what it missed, ending with the
+	// failure, over HTTP+JSON with Last-Event-ID.
+	if lastSeq == 0 {
+		t.Fatal("streamed events carried no sequence number")
+	}
+	missed := resume(t, "http://"+addr+"/a2a/rest/tasks/"+string(taskID)+":subscribe", lastSeq)
+	if len(missed) == 0 {
+		t.Fatal("resuming after the restart returned no event")
+	}
+	final, ok := missed[len(missed)-1].(*a2a.TaskStatusUpdateEvent)
+	if !ok || final.Status.State != a2a.TaskStateFailed {
+		t.Errorf("last resumed event = %#v, want the failed status", missed[len(missed)-1])
+	}
+	if n, _ := final.Metadata[engine.SeqKey].(float64); int64(n) != lastSeq+int64(len(missed)) {
+		t.Errorf("resumed %d events ending at seq %v after seq %d: some were skipped or repeated", len(missed), n, lastSeq)
+	}
+}
+
+// resume subscribes with Last-Event-ID over HTTP+JSON and reads the SSE stream to its end.
+func resume(t *testing.T, url string, after int64) []a2a.Event {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", fmt.Sprint(after))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("resume: status %d: %s", resp.StatusCode, b)
+	}
+	var out []a2a.Event
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		var sr a2a.StreamResponse
+		if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &sr); err != nil {
+			t.Fatalf("resume: bad event %q: %v", data, err)
+		}
+		out = append(out, sr.Event)
+	}
+	return out
+}
