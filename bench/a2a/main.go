@@ -1,0 +1,172 @@
+// Command a2a is the benchmark harness for our A2A v1.0 server (engine + binding) against
+// a2a-go v2's own server.
+//
+// In one run it starts three servers on 127.0.0.1, each in its own process (this binary
+// re-executed with -role), all running the same echo executor:
+//
+//   - ours-sqlite: engine.New on store/sqlite (a file in a temp dir, the durable default),
+//     served by binding.NewHTTPHandler;
+//   - ours-memory: the same on store/memory;
+//   - a2ago: a2asrv.NewHandler (a2a-go's in-memory task store) served by a2asrv.NewJSONRPCHandler.
+//
+// It drives them with one Go load client that posts raw JSON-RPC bodies over a tuned
+// keep-alive http.Client, in rounds that alternate between the servers, prints a table with the
+// ratios against a2a-go and checks the performance targets. See README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/a2awebcap/a2awebcap/bench/internal/harness"
+)
+
+// workloadNames lists the workload groups in the order they run (-only selects among them).
+var workloadNames = []string{"send", "stream", "client"}
+
+// serverNames lists the servers, in table order; a2ago is the reference of the ratios.
+var serverNames = []string{"ours-sqlite", "ours-memory", "a2ago"}
+
+const reference = "a2ago"
+
+var (
+	rolePort    = flag.Int("port", 0, "internal (-role): port to listen on")
+	roleDB      = flag.String("db", "", "internal (-role ours-sqlite): the SQLite file")
+	profileFlag = flag.String("profile", "", "write CPU profiles of our servers into this directory (ours-sqlite.pprof, ours-memory.pprof); with -role ours-*: the profile file that role writes on exit")
+)
+
+type config struct {
+	quick      bool
+	only       map[string]bool
+	jsonPath   string
+	profileDir string
+	servers    []string
+	warm       time.Duration // warm-up before each measurement
+	dur        time.Duration // length of each measurement (all rounds together)
+	maxCalls   int           // bound on the calls (or streams) of one measurement
+	rounds     int           // alternating rounds a measurement is split into
+	streamN    int           // artifact updates per stream
+}
+
+func (c *config) want(w string) bool { return c.only == nil || c.only[w] }
+
+func main() {
+	role := flag.String("role", "", "internal: run as a server (ours-sqlite | ours-memory | a2ago) instead of the harness")
+	quick := flag.Bool("quick", false, "short run (~40 s): shorter measurements, fewer rounds")
+	only := flag.String("only", "", "comma-separated workloads to run: "+strings.Join(workloadNames, ","))
+	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
+	servers := flag.String("servers", strings.Join(serverNames, ","), "servers to start and measure")
+	dur := flag.Duration("time", 0, "length of each measurement (default 5s, 1s with -quick)")
+	warm := flag.Duration("warm", 0, "warm-up before each measurement (default 500ms, 150ms with -quick)")
+	rounds := flag.Int("rounds", 0, "alternating rounds each measurement is split into (default 4, 2 with -quick)")
+	streamN := flag.Int("stream-n", 100, "artifact update events per stream")
+	flag.Parse()
+
+	switch *role {
+	case "":
+	case "ours-sqlite":
+		serveOurs("sqlite", *roleDB, *profileFlag)
+		return
+	case "ours-memory":
+		serveOurs("memory", "", *profileFlag)
+		return
+	case "a2ago":
+		serveA2AGo(*profileFlag)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "unknown -role %q\n", *role)
+		os.Exit(2)
+	}
+
+	cfg := &config{quick: *quick, jsonPath: *jsonPath, streamN: *streamN}
+	cfg.dur, cfg.warm, cfg.maxCalls, cfg.rounds = 5*time.Second, 500*time.Millisecond, 1_000_000, 4
+	if cfg.quick {
+		cfg.dur, cfg.warm, cfg.maxCalls, cfg.rounds = 1*time.Second, 150*time.Millisecond, 200_000, 2
+	}
+	if *dur > 0 {
+		cfg.dur = *dur
+	}
+	if *warm > 0 {
+		cfg.warm = *warm
+	}
+	if *rounds > 0 {
+		cfg.rounds = *rounds
+	}
+	if *profileFlag != "" {
+		d, err := filepath.Abs(*profileFlag)
+		if err == nil {
+			err = os.MkdirAll(d, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "-profile:", err)
+			os.Exit(2)
+		}
+		cfg.profileDir = d
+	}
+	if *only != "" {
+		cfg.only = map[string]bool{}
+		for _, w := range harness.MustParseList(*only, workloadNames, "workload") {
+			cfg.only[w] = true
+		}
+	}
+	cfg.servers = harness.MustParseList(*servers, serverNames, "server")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg *config) error {
+	start := time.Now()
+	env := probeEnv()
+	srvs, err := startServers(ctx, cfg)
+	defer srvs.stopAll()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "servers:")
+	for _, name := range cfg.servers {
+		s := srvs.get(name)
+		fmt.Fprintf(os.Stderr, " %s=pid %d port %d;", name, s.PID, s.Port)
+	}
+	fmt.Fprintln(os.Stderr)
+
+	r := &runner{cfg: cfg, srvs: srvs, env: env}
+	r.loadStart = harness.LoadAvg()
+	harness.RunWorkloads(ctx, workloadNames, cfg.want, r.runWorkload)
+	r.loadEnd = harness.LoadAvg()
+	r.dbSize = srvs.dbSize()
+	srvs.stopAll()
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "interrupted: partial results")
+	}
+	r.elapsed = time.Since(start)
+	rep := r.report()
+	rep.print(os.Stdout)
+	if cfg.jsonPath != "" {
+		if err := rep.writeJSON(cfg.jsonPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", cfg.jsonPath)
+	}
+	if cfg.profileDir != "" {
+		for _, n := range []string{"ours-sqlite", "ours-memory"} {
+			if slices.Contains(cfg.servers, n) {
+				p := filepath.Join(cfg.profileDir, n+".pprof")
+				fmt.Fprintf(os.Stderr, "%s CPU profile: %s (go tool pprof -top %s)\n", n, p, p)
+			}
+		}
+	}
+	return ctx.Err()
+}

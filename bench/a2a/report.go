@@ -1,0 +1,206 @@
+package main
+
+// The results table, the ratios, the targets and the JSON output.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/a2awebcap/a2awebcap/bench/internal/harness"
+)
+
+type report struct {
+	Time    string            `json:"time"`
+	Mode    string            `json:"mode"`
+	Env     *benchEnv         `json:"env"`
+	Servers map[string]string `json:"servers"`
+	Load    [2]string         `json:"loadavg_start_end"`
+	Elapsed float64           `json:"elapsed_seconds"`
+	Measure string            `json:"per_measurement"`
+	DBBytes int64             `json:"sqlite_bytes_at_end,omitempty"`
+	Results []Result          `json:"results"`
+	Targets []harness.Target  `json:"targets"`
+}
+
+func (r *runner) report() *report {
+	mode := "full"
+	if r.cfg.quick {
+		mode = "quick"
+	}
+	if r.cfg.profileDir != "" {
+		mode += " (our servers CPU-profiled)"
+	}
+	rep := &report{
+		Time:    time.Now().Format(time.RFC3339),
+		Mode:    mode,
+		Env:     r.env,
+		Servers: map[string]string{},
+		Load:    [2]string{r.loadStart, r.loadEnd},
+		Elapsed: r.elapsed.Seconds(),
+		Measure: fmt.Sprintf("warm-up %v, then %v (or %d calls) in %d rounds alternating between the servers", r.cfg.warm, r.cfg.dur, r.cfg.maxCalls, r.cfg.rounds),
+		DBBytes: r.dbSize,
+		Results: r.results,
+	}
+	for _, name := range r.cfg.servers {
+		if s := r.srvs.get(name); s != nil {
+			rep.Servers[name] = s.desc
+		}
+	}
+	rep.Targets = rep.targets()
+	return rep
+}
+
+// find returns the successful result for a workload and server, or nil.
+func (rep *report) find(workload, server string) *Result {
+	if x := rep.findAny(workload, server); x != nil && x.Err == "" {
+		return x
+	}
+	return nil
+}
+
+// findAny is find, but returns failed results too.
+func (rep *report) findAny(workload, server string) *Result {
+	for i := range rep.Results {
+		x := &rep.Results[i]
+		if x.Workload == workload && x.Server == server {
+			return x
+		}
+	}
+	return nil
+}
+
+// metric describes one line of the table: which number of a result, and which way is better.
+type metric = harness.Metric[Result]
+
+var (
+	mRate    = metric{Name: "calls/s ↑", Get: func(r *Result) float64 { return r.CallsPerSec }, Format: fmtCount}
+	mP50     = metric{Name: "p50 µs ↓", Get: func(r *Result) float64 { return r.P50us }, Format: fmtUs}
+	mP99     = metric{Name: "p99 µs ↓", Get: func(r *Result) float64 { return r.P99us }, Format: fmtUs}
+	mCPU     = metric{Name: "srv CPU µs/call ↓", Get: func(r *Result) float64 { return r.ServerCPUus }, Format: fmtUs}
+	mEvents  = metric{Name: "events/s ↑", Get: func(r *Result) float64 { return r.EventsPerSec }, Format: fmtCount}
+	mTTFE50  = metric{Name: "1st event p50 µs ↓", Get: func(r *Result) float64 { return r.TTFEP50us }, Format: fmtUs}
+	mTTFE99  = metric{Name: "1st event p99 µs ↓", Get: func(r *Result) float64 { return r.TTFEP99us }, Format: fmtUs}
+	mStream  = metric{Name: "stream p50 ms ↓", Get: func(r *Result) float64 { return r.P50us / 1000 }, Format: func(v float64) string { return fmt.Sprintf("%.1f", v) }}
+	mCPUEv   = metric{Name: "srv CPU µs/event ↓", Get: func(r *Result) float64 { return r.ServerCPUus }, Format: fmtUs}
+	mStreams = metric{Name: "streams/s ↑", Get: func(r *Result) float64 { return r.CallsPerSec }, Format: fmtCount}
+	mRSS     = metric{Name: "srv RSS MiB (after)", Get: func(r *Result) float64 { return r.RSSMiB }, Format: func(v float64) string { return fmt.Sprintf("%.0f", v) }}
+)
+
+var (
+	fmtCount = harness.FormatCount
+	fmtUs    = harness.FormatMicros
+)
+
+// resultTable is the table of the results: the three servers, and ours' ratios to a2a-go's.
+var resultTable = harness.Table[Result]{
+	Servers: serverNames,
+	Ratios: []harness.Ratio{
+		{Header: "sqlite/a2ago", Num: "ours-sqlite", Den: reference},
+		{Header: "memory/a2ago", Num: "ours-memory", Den: reference},
+	},
+	Key:     func(r *Result) (string, string, bool) { return r.Workload, r.Server, r.Err != "" },
+	Metrics: metricsFor,
+}
+
+// metricsFor lists the table lines of a workload.
+func metricsFor(workload string) []metric {
+	if strings.HasPrefix(workload, "stream") {
+		return []metric{mEvents, mTTFE50, mTTFE99, mStreams, mStream, mCPUEv, mRSS}
+	}
+	return []metric{mRate, mP50, mP99, mCPU}
+}
+
+func (rep *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\nA2A server benchmark — %s — %s mode, %.0fs\n", rep.Time, rep.Mode, rep.Elapsed)
+	fmt.Fprintf(w, "machine: %d CPUs %s, %s/%s, %s, a2a-go %s, temp fs %s; loadavg start %s, end %s\n",
+		rep.Env.CPUs, rep.Env.CPUModel, rep.Env.GOOS, rep.Env.GOARCH, rep.Env.GoVersion, harness.OrDash(rep.Env.A2AGo),
+		harness.OrDash(rep.Env.TempFS), rep.Load[0], rep.Load[1])
+	fmt.Fprintf(w, "each measurement: %s\n", rep.Measure)
+	fmt.Fprintln(w, "client: one Go process posting raw JSON-RPC bodies (keep-alive http.Client, one connection per worker); a2aclient-* rows use a2a-go's a2aclient")
+	for _, n := range serverNames {
+		if d, ok := rep.Servers[n]; ok {
+			fmt.Fprintf(w, "  %-11s = %s\n", n, d)
+		}
+	}
+	if rep.DBBytes > 0 {
+		fmt.Fprintf(w, "  SQLite file + WAL at the end: %.0f MiB\n", float64(rep.DBBytes)/(1<<20))
+	}
+	fmt.Fprintln(w)
+
+	resultTable.Write(w, rep.Results)
+
+	fmt.Fprintln(w, "\nratios are ours divided by a2a-go's (↑: > 1 means ours is better; ↓: < 1 means ours is better)")
+	for _, res := range rep.Results {
+		if res.Err != "" {
+			fmt.Fprintf(w, "ERROR %s on %s: %s\n", res.Workload, res.Server, res.Err)
+		}
+	}
+
+	fmt.Fprintln(w, "\ntargets:")
+	for _, t := range rep.Targets {
+		fmt.Fprintf(w, "  %-4s %-50s %s\n", t.Status, t.Name, t.Detail)
+	}
+}
+
+func (rep *report) targets() []harness.Target {
+	var out []harness.Target
+	// ratioCheck: value = get(a)/get(b) must be ≥ limit (atLeast) or ≤ limit.
+	ratioCheck := func(name string, a, b *Result, get func(*Result) float64, f func(float64) string, unit string, limit float64, atLeast bool) {
+		t := harness.NotMeasured(name, limit)
+		if a != nil && b != nil && get(a) > 0 && get(b) > 0 {
+			t.Value = get(a) / get(b)
+			ok, op := t.Value <= limit, "≤"
+			if atLeast {
+				ok, op = t.Value >= limit, "≥"
+			}
+			t.Status = harness.Verdict(ok)
+			t.Detail = fmt.Sprintf("%.2f× (need %s %.2f×): %s vs %s %s", t.Value, op, limit, f(get(a)), f(get(b)), unit)
+		}
+		out = append(out, t)
+	}
+	// below: get(a) must be < limit.
+	below := func(name string, a *Result, get func(*Result) float64, limit float64, unit string) {
+		t := harness.NotMeasured(name, limit)
+		if a != nil && get(a) > 0 {
+			t.Value = get(a)
+			t.Status = harness.Verdict(t.Value < limit)
+			t.Detail = fmt.Sprintf("%s %s (need < %s)", fmtUs(t.Value), unit, fmtUs(limit))
+		}
+		out = append(out, t)
+	}
+	rate := func(r *Result) float64 { return r.CallsPerSec }
+	events := func(r *Result) float64 { return r.EventsPerSec }
+	p50 := func(r *Result) float64 { return r.P50us }
+
+	const tput = "send-task/c16"
+	ratioCheck("sqlite: "+tput+" ≥ 1.5× a2a-go", rep.find(tput, "ours-sqlite"), rep.find(tput, reference), rate, fmtCount, "calls/s", 1.5, true)
+	ratioCheck("memory: "+tput+" ≥ 3× a2a-go", rep.find(tput, "ours-memory"), rep.find(tput, reference), rate, fmtCount, "calls/s", 3, true)
+
+	sk := ""
+	for _, res := range rep.Results {
+		if strings.HasPrefix(res.Workload, "stream") {
+			sk = res.Workload
+			break
+		}
+	}
+	for _, ours := range []string{"ours-sqlite", "ours-memory"} {
+		short := strings.TrimPrefix(ours, "ours-")
+		a, b := rep.find(sk, ours), rep.find(sk, reference)
+		ratioCheck(short+": stream events/s ≥ 3× a2a-go", a, b, events, fmtCount, "events/s", 3, true)
+		below(short+": stream 1st event p50 < 5 ms", a, func(r *Result) float64 { return r.TTFEP50us }, 5000, "µs")
+		below(short+": stream 1st event p99 < 5 ms", a, func(r *Result) float64 { return r.TTFEP99us }, 5000, "µs")
+	}
+	for _, kind := range []string{"reply", "task"} {
+		for _, c := range sendConcurrency {
+			k := fmt.Sprintf("send-%s/c%d", kind, c)
+			for _, ours := range []string{"ours-sqlite", "ours-memory"} {
+				ratioCheck(strings.TrimPrefix(ours, "ours-")+": "+k+" p50 ≤ a2a-go's", rep.find(k, ours), rep.find(k, reference), p50, fmtUs, "µs", 1, false)
+			}
+		}
+	}
+	return out
+}
+
+func (rep *report) writeJSON(path string) error { return harness.WriteJSON(path, rep) }

@@ -1,0 +1,86 @@
+package harness
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestQuantile(t *testing.T) {
+	d := []time.Duration{1, 2, 3, 4}
+	if got := Quantile(d, 0.5); got != 3 { // index 1.5 rounds to 2
+		t.Errorf("Quantile = %v, want 3", got)
+	}
+	if got := QuantileLow(d, 0.5); got != 2 {
+		t.Errorf("QuantileLow = %v, want 2", got)
+	}
+	if Quantile(nil, 0.5) != 0 || QuantileLow(nil, 0.5) != 0 || Mean(nil) != 0 {
+		t.Error("empty input")
+	}
+	if got := Mean(d); got != 2 {
+		t.Errorf("Mean = %v", got)
+	}
+}
+
+func TestRounds(t *testing.T) {
+	var got []int
+	Rounds(3, 3, func(i int) { got = append(got, i) })
+	want := []int{0, 1, 2, 1, 2, 0, 2, 0, 1}
+	if len(got) != len(want) {
+		t.Fatal(got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+func TestParseList(t *testing.T) {
+	got, err := ParseList(" a,b ,a", []string{"a", "b"}, "server")
+	if err != nil || strings.Join(got, ",") != "a,b" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := ParseList("c", []string{"a", "b"}, "server"); err == nil || err.Error() != `unknown server "c" (have a,b)` {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestProcReaders(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if _, err := CPUTime(os.Getpid()); err != nil {
+		t.Error(err)
+	}
+	if n, err := RSS(os.Getpid()); err != nil || n <= 0 {
+		t.Errorf("RSS = %d, %v", n, err)
+	}
+}
+
+type row struct {
+	w, s string
+	v    float64
+	err  bool
+}
+
+func TestTable(t *testing.T) {
+	tab := Table[row]{
+		Servers: []string{"x", "y"},
+		Ratios:  []Ratio{{Header: "x/y", Num: "x", Den: "y"}},
+		Key:     func(r *row) (string, string, bool) { return r.w, r.s, r.err },
+		Metrics: func(string) []Metric[row] {
+			return []Metric[row]{{Name: "v", Get: func(r *row) float64 { return r.v }, Format: FormatCount}}
+		},
+	}
+	var b bytes.Buffer
+	tab.Write(&b, []row{{"w1", "x", 4, false}, {"w1", "y", 2, false}, {"w2", "y", 0, true}})
+	want := "  workload|  metric|  x|    y|   x/y|\n" +
+		"        w1|       v|  4|    2|  2.00|\n" +
+		"        w2|       v|   |  ERR|      |\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
