@@ -6,6 +6,7 @@ package capnweb
 import (
 	"context"
 	"reflect"
+	"runtime"
 	"strconv"
 )
 
@@ -64,6 +65,7 @@ func (m *Mapper) setErr(err error) {
 // Capture returns a stub for use inside the mapper: calls on it are recorded and run by the
 // peer against s. (Stubs used directly are captured automatically; Capture makes it explicit.)
 func (m *Mapper) Capture(s *Stub) *Stub {
+	defer runtime.KeepAlive(s)
 	h, err := s.hookRef()
 	if err != nil {
 		m.setErr(err)
@@ -112,6 +114,7 @@ func (m *Mapper) record(idx int, path []any, args []any, isCall bool) hook {
 // is null or undefined (the result is that value). fn's return value may contain the element,
 // promises from calls recorded in fn, and plain values.
 func (p *Promise) Map(fn func(m *Mapper, elem *Promise) any) *Promise {
+	defer runtime.KeepAlive(p)
 	h, err := p.hookRef()
 	if err != nil {
 		return newPromise(errorHook{err}, nil)

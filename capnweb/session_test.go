@@ -483,3 +483,48 @@ func TestTableLimits(t *testing.T) {
 		p.Release()
 	}
 }
+
+// A promise that is only awaited (p.Call(...).Await) must not be collected, and its import
+// released, while its result is on the way: the result would then never arrive.
+func TestAwaitKeepsPromiseAlive(t *testing.T) {
+	t.Parallel()
+	a, b := capnweb.Pipe()
+	gate := make(chan struct{})
+	srv := capnweb.NewSession(a, &slowTarget{gate: gate}, nil)
+	defer srv.Close()
+	cli := capnweb.NewSession(b, nil, nil)
+	defer cli.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cli.Main().Call("wait").Await(t.Context())
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let Await start waiting
+	for range 3 {
+		runtime.GC() // runs the cleanups of unreachable promises
+	}
+	time.Sleep(10 * time.Millisecond) // and lets their releases reach the server
+	close(gate)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Await never returned: the promise was released while awaited")
+	}
+}
+
+type slowTarget struct {
+	capnweb.Target
+	gate chan struct{}
+}
+
+func (s *slowTarget) Wait(ctx context.Context) (string, error) {
+	select {
+	case <-s.gate:
+		return "done", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}

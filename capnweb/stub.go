@@ -114,6 +114,7 @@ func (s *Stub) Get(path ...any) *Promise {
 
 // Dup returns a new, independently released reference to the same capability.
 func (s *Stub) Dup() *Stub {
+	defer runtime.KeepAlive(s) // its cleanup must not release h while we use it
 	h, err := s.hookRef()
 	if err != nil {
 		return newStub(errorHook{err})
@@ -124,6 +125,7 @@ func (s *Stub) Dup() *Stub {
 // Await resolves the stub: for a local target its Go value, for a remote one the stub's
 // resolution (useful for stubs that are promises on the other side).
 func (s *Stub) Await(ctx context.Context) (any, error) {
+	defer runtime.KeepAlive(s) // a stub only awaited must not be collected (and released) meanwhile
 	h, err := s.hookRef()
 	if err != nil {
 		return nil, err
@@ -150,6 +152,9 @@ func (p *Promise) Get(path ...any) *Promise {
 
 // Await waits for the promise and returns its value. Stubs in the value belong to the caller.
 func (p *Promise) Await(ctx context.Context) (any, error) {
+	// p.Call(...).Await(ctx) leaves nothing else referring to p while the result is on its way:
+	// without this, p's cleanup could release the import and the result would never arrive.
+	defer runtime.KeepAlive(p)
 	h, err := p.hookRef()
 	if err != nil {
 		return nil, err
@@ -175,6 +180,7 @@ func (p *Promise) Decode(ctx context.Context, dst any) error {
 // Stub returns a stub for the promised value (pipelined): calls on it go to the eventual
 // result. The promise stays valid; release both.
 func (p *Promise) Stub() *Stub {
+	defer runtime.KeepAlive(p)
 	h, err := p.hookRef()
 	if err != nil {
 		return newStub(errorHook{err})
