@@ -36,7 +36,7 @@ type renderedCard struct {
 
 // newCardServer builds the served card from card and o and decides the
 // JSON-RPC path and REST base path.
-func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath, restPath string) {
+func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath, restPath, capnwebPath string) {
 	cs = &cardServer{modified: time.Now().UTC()}
 	c := *card
 	if o.CardMaxAge < 0 {
@@ -73,6 +73,9 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 	}
 	jsonrpcPath = cleanPath(firstNonEmpty(o.JSONRPCPath, pathOf(a2a.TransportProtocolJSONRPC), DefaultJSONRPCPath))
 	restPath = strings.TrimSuffix(cleanPath(firstNonEmpty(o.RESTPath, pathOf(a2a.TransportProtocolHTTPJSON), DefaultRESTPath)), "/")
+	if o.CapnwebPath != "-" {
+		capnwebPath = cleanPath(firstNonEmpty(o.CapnwebPath, pathOf(ProtocolCapnweb), DefaultCapnwebPath))
+	}
 
 	// Every served binding must be listed: find it, or append it.
 	find := func(binding a2a.TransportProtocol, path, version string) int {
@@ -104,6 +107,14 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 			ifaces = append(ifaces, &a2a.AgentInterface{URL: b.path, ProtocolBinding: b.binding, ProtocolVersion: Version10})
 			relative = append(relative, b.binding != a2a.TransportProtocolGRPC)
 			primary[k] = len(ifaces) - 1
+		}
+	}
+	if capnwebPath != "" && find(ProtocolCapnweb, capnwebPath, Version10) < 0 {
+		// The capnweb binding leads the preference order: it is the richest one served.
+		ifaces = append([]*a2a.AgentInterface{{URL: capnwebPath, ProtocolBinding: ProtocolCapnweb, ProtocolVersion: Version10}}, ifaces...)
+		relative = append([]bool{true}, relative...)
+		for k := range primary {
+			primary[k]++
 		}
 	}
 	if o.Serve03 { // 0.3 copies after every 1.0 entry, so 1.0 stays preferred
@@ -150,7 +161,7 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 	} else {
 		cs.static = newRenderedCard(body)
 	}
-	return cs, jsonrpcPath, restPath
+	return cs, jsonrpcPath, restPath, capnwebPath
 }
 
 func newRenderedCard(body []byte) *renderedCard {

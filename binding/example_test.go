@@ -60,6 +60,7 @@ func Example() {
 	}
 	fmt.Println(res.(*a2a.Message).Parts[0].Text())
 	// Output:
+	// urn:a2awebcap:capnweb:v1 1.0 /a2a/capnweb
 	// JSONRPC 1.0 /a2a/jsonrpc
 	// HTTP+JSON 1.0 /a2a/rest
 	// hello, world

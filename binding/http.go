@@ -55,7 +55,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		}
 	}
 
-	cs, jsonrpcPath, restPath := newCardServer(card, &o)
+	cs, jsonrpcPath, restPath, capnwebPath := newCardServer(card, &o)
 
 	topts := append([]a2asrv.TransportOption(nil), o.TransportOptions...)
 	if o.KeepAlive > 0 {
@@ -74,6 +74,10 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		restV1:       a2asrv.NewRESTHandler(h, topts...),
 		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", h, topts...),
 	}
+	if capnwebPath != "" {
+		hh.capnwebPath = capnwebPath
+		hh.capnweb = newCapnwebBinding(h, hh, &o)
+	}
 	if o.Serve03 {
 		hh.supported = append(hh.supported, Version03)
 		hh.jsonrpcV03 = a2av0.NewJSONRPCHandler(h, topts...)
@@ -86,6 +90,8 @@ type httpHandler struct {
 	card         *cardServer
 	jsonrpcPath  string // exact path, "/" at least
 	restPath     string // base path without trailing slash; "" for the root
+	capnwebPath  string // exact path; "" when the capnweb binding is off
+	capnweb      *capnwebBinding
 	maxBody      int64
 	serve03      bool
 	emptyVersion string
@@ -96,11 +102,22 @@ type httpHandler struct {
 	restV1, restTenant, restV03 http.Handler
 }
 
+// Close ends the capnweb binding's sessions (WebSocket connections outlive an
+// http.Server's Shutdown, which does not track hijacked connections).
+func (h *httpHandler) Close() error {
+	if h.capnweb != nil {
+		return h.capnweb.Close()
+	}
+	return nil
+}
+
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == WellKnownCardPath:
 		h.card.ServeHTTP(w, r)
+	case h.capnweb != nil && p == h.capnwebPath:
+		h.capnweb.ServeHTTP(w, r)
 	case p == h.jsonrpcPath, p == h.jsonrpcPath+"/":
 		// Clients that join "/" to the interface URL (the conformance kit does) post to the
 		// path with a trailing slash.

@@ -52,6 +52,7 @@ func TestCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantIfaces := []*a2a.AgentInterface{
+		{URL: ts.baseURL + DefaultCapnwebPath, ProtocolBinding: ProtocolCapnweb, ProtocolVersion: "1.0"},
 		{URL: ts.baseURL + DefaultJSONRPCPath, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "1.0"},
 		{URL: ts.baseURL + DefaultRESTPath, ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: "1.0"},
 		{URL: ts.grpcAddr, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: "1.0"},
@@ -127,7 +128,7 @@ func TestCardOptions(t *testing.T) {
 		if err := json.Unmarshal(r.body, &card); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"https://agent.example.com/a2a/jsonrpc", "https://agent.example.com/a2a/rest"}
+		want := []string{"https://agent.example.com/a2a/capnweb", "https://agent.example.com/a2a/jsonrpc", "https://agent.example.com/a2a/rest"}
 		if diff := cmp.Diff(want, urls(card.SupportedInterfaces)); diff != "" {
 			t.Errorf("URLs (-want +got):\n%s", diff)
 		}
@@ -149,6 +150,7 @@ func TestCardOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []*a2a.AgentInterface{
+			{URL: srv.URL + DefaultCapnwebPath, ProtocolBinding: ProtocolCapnweb, ProtocolVersion: "1.0"},
 			{URL: "https://agent.example.com/rest", ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: "1.0"},
 			{URL: "https://agent.example.com/rpc", ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "1.0"},
 		}
@@ -180,7 +182,7 @@ func TestCardOptions(t *testing.T) {
 		if err := json.Unmarshal(b.body, &card); err != nil {
 			t.Fatal(err)
 		}
-		if got := card.SupportedInterfaces[0].URL; got != "http://other.example:8080/a2a/jsonrpc" {
+		if got := card.SupportedInterfaces[1].URL; got != "http://other.example:8080/a2a/jsonrpc" {
 			t.Errorf("URL for Host other.example:8080 = %q", got)
 		}
 		if a.header.Get("ETag") == b.header.Get("ETag") {
@@ -573,7 +575,7 @@ func TestServe03(t *testing.T) {
 	for _, in := range card.SupportedInterfaces {
 		versions = append(versions, string(in.ProtocolBinding)+" "+string(in.ProtocolVersion))
 	}
-	want := []string{"JSONRPC 1.0", "HTTP+JSON 1.0", "GRPC 1.0", "JSONRPC 0.3", "HTTP+JSON 0.3", "GRPC 0.3"}
+	want := []string{string(ProtocolCapnweb) + " 1.0", "JSONRPC 1.0", "HTTP+JSON 1.0", "GRPC 1.0", "JSONRPC 0.3", "HTTP+JSON 0.3", "GRPC 0.3"}
 	if diff := cmp.Diff(want, versions); diff != "" {
 		t.Errorf("card interfaces (-want +got):\n%s", diff)
 	}

@@ -1,7 +1,11 @@
 package binding
 
 import (
+	"context"
+	"net/http"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/capnweb"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -80,6 +84,24 @@ type Options struct {
 	// which 1.0 cannot serve, is served as 0.3. The spec (§3.6.2) reads an
 	// empty version as 0.3: set "0.3" together with Serve03 for that.
 	EmptyVersion string
+
+	// CapnwebPath is the URL path of the capnweb binding (WebSocket upgrade and HTTP batch
+	// POST; see docs/capnweb-binding.md).
+	// Zero: the path of the card's first capnweb interface URL, or DefaultCapnwebPath
+	// ("/a2a/capnweb") when the card lists none. "-" disables the binding.
+	CapnwebPath string
+
+	// Capnweb configures the capnweb sessions (limits, allowed browser origins, batch
+	// timeout). Zero: capnweb's defaults, with the batch body bounded by MaxBodyBytes.
+	Capnweb *capnweb.HandlerOptions
+
+	// Authenticate identifies the caller from the request's headers (for capnweb: the
+	// upgrade or batch request's, or the object passed to authenticate). It returns the
+	// principal, whose tasks the caller then sees, or an error (wrapping
+	// a2a.ErrUnauthenticated or a2a.ErrUnauthorized) that refuses the request. A nil user
+	// with a nil error serves the request anonymously.
+	// Zero: every caller is anonymous.
+	Authenticate func(ctx context.Context, headers http.Header) (*a2asrv.User, error)
 
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval

@@ -1,0 +1,620 @@
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/engine"
+)
+
+// The capnweb binding: A2A over Cap'n Web (docs/capnweb-binding.md). Each connection (a
+// WebSocket, or one HTTP batch) gets an A2AService main object; its AgentSession methods call
+// the RequestHandler with a CallContext built from the connection's headers, the per-call
+// service parameters and the session's principal.
+
+// ProtocolCapnweb is the versioned binding URI under which the agent card lists the capnweb
+// binding.
+const ProtocolCapnweb a2a.TransportProtocol = "urn:a2awebcap:capnweb:v1"
+
+// DefaultCapnwebPath is where the capnweb binding is served unless Options.CapnwebPath or the
+// card says otherwise.
+const DefaultCapnwebPath = "/a2a/capnweb"
+
+// hdrLastEventID is the service parameter a resuming subscriber sends.
+const hdrLastEventID = "Last-Event-ID"
+
+type capnwebBinding struct {
+	h        a2asrv.RequestHandler
+	hh       *httpHandler
+	auth     func(context.Context, http.Header) (*a2asrv.User, error)
+	handler  *capnweb.Handler
+	maxBatch int64
+}
+
+func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *capnwebBinding {
+	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate}
+	var hopts capnweb.HandlerOptions
+	if o.Capnweb != nil {
+		hopts = *o.Capnweb
+	}
+	if hopts.MaxBatchBytes == 0 && o.MaxBodyBytes > 0 {
+		hopts.MaxBatchBytes = o.MaxBodyBytes
+	}
+	if hopts.Session.SendError == nil {
+		hopts.Session.SendError = func(err error) *capnweb.Error { return capnwebError(err) }
+	}
+	b.handler = capnweb.NewHandler(b.newMain, &hopts)
+	return b
+}
+
+// serve checks the connection's service parameters, then hands the request to capnweb.
+func (b *capnwebBinding) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Browsers cannot set headers on a WebSocket: the query may carry the same parameters.
+	q := r.URL.Query()
+	for _, k := range []string{hdrVersion, hdrExtensions} {
+		if r.Header.Get(k) == "" {
+			if vs := q[k]; len(vs) > 0 {
+				r.Header[http.CanonicalHeaderKey(k)] = vs
+			}
+		}
+	}
+	version, rerr := b.hh.negotiate(r, false)
+	if rerr == nil && version != Version10 {
+		rerr = errVersionNotSupported(version, []string{Version10})
+	}
+	if rerr == nil {
+		rerr = b.hh.checkExtensions(r, Version10)
+	}
+	if rerr != nil {
+		writeRESTError(w, mediaJSON, rerr)
+		return
+	}
+	b.handler.ServeHTTP(w, r)
+}
+
+func (b *capnwebBinding) Close() error { return b.handler.Close() }
+
+// newMain builds the main object of one connection.
+func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
+	params := r.Header.Clone()
+	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body}
+	if b.auth != nil {
+		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
+	}
+	return &a2aService{agentSession: s}, nil
+}
+
+func (b *capnwebBinding) authenticate(ctx context.Context, h http.Header) (*a2asrv.User, error) {
+	u, err := b.auth(ctx, h)
+	if err != nil {
+		if !errors.Is(err, a2a.ErrUnauthenticated) && !errors.Is(err, a2a.ErrUnauthorized) {
+			err = a2a.NewError(a2a.ErrUnauthenticated, err.Error())
+		}
+		return nil, err
+	}
+	return u, nil
+}
+
+// a2aService is the main object: the connection's own session plus getAgentCard and
+// authenticate.
+type a2aService struct {
+	*agentSession
+}
+
+// GetAgentCard returns the public agent card.
+func (s *a2aService) GetAgentCard() (any, error) {
+	var card any
+	if err := json.Unmarshal(s.card, &card); err != nil {
+		return nil, err
+	}
+	return card, nil
+}
+
+// Authenticate returns a session for the principal the credentials (an object of HTTP
+// headers) identify.
+func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentSession, error) {
+	if s.b.auth == nil {
+		return s.agentSession, nil
+	}
+	h, err := serviceParams(credentials)
+	if err != nil {
+		return nil, a2a.NewError(a2a.ErrUnauthenticated, "credentials must be an object of header names and values")
+	}
+	u, err := s.b.authenticate(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &agentSession{b: s.b, params: s.params, card: s.card, user: u}, nil
+}
+
+// agentSession is an AgentSession: every A2A operation, as one principal.
+type agentSession struct {
+	capnweb.Target
+	b       *capnwebBinding
+	params  http.Header // the connection's service parameters
+	card    []byte
+	user    *a2asrv.User
+	authErr error // set when the connection did not authenticate: calls fail with it
+}
+
+// call returns the context of one call: a CallContext with the merged service parameters and
+// the session's principal, after the binding's checks.
+func (s *agentSession) call(ctx context.Context, method string, perCall any) (context.Context, error) {
+	if s.authErr != nil && s.user == nil {
+		return nil, s.authErr
+	}
+	extra, err := serviceParams(perCall)
+	if err != nil {
+		return nil, err
+	}
+	params := s.params
+	if len(extra) > 0 {
+		params = s.params.Clone()
+		for k, v := range extra {
+			params[http.CanonicalHeaderKey(k)] = v
+		}
+		if v := params.Get(hdrVersion); v != "" {
+			if n, ok := normalizeVersion(v); !ok || n != Version10 {
+				return nil, errVersionNotSupported(v, []string{Version10})
+			}
+		}
+		declared := splitList(params.Values(hdrExtensions))
+		if missing := missingExtensions(s.b.hh.required, declared); len(missing) > 0 {
+			return nil, errExtensionRequired(missing)
+		}
+		if len(declared) > 0 {
+			params[http.CanonicalHeaderKey(hdrExtensions)] = declared
+		}
+	}
+	cctx, cc := a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(params))
+	cc.User = s.user
+	_ = method
+	return cctx, nil
+}
+
+// SendMessage is SendMessage; the result is a SendMessageResponse ({task} or {message}).
+func (s *agentSession) SendMessage(ctx context.Context, request, params any) (any, error) {
+	var req a2a.SendMessageRequest
+	if err := fromWire(request, &req); err != nil {
+		return nil, err
+	}
+	cctx, err := s.call(ctx, "SendMessage", params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.b.h.SendMessage(cctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	return toWire(a2a.StreamResponse{Event: res})
+}
+
+// GetTask is GetTask.
+func (s *agentSession) GetTask(ctx context.Context, request, params any) (any, error) {
+	var req a2a.GetTaskRequest
+	return unary(s, ctx, "GetTask", request, params, &req, s.b.h.GetTask)
+}
+
+// ListTasks is ListTasks.
+func (s *agentSession) ListTasks(ctx context.Context, request, params any) (any, error) {
+	var req a2a.ListTasksRequest
+	return unary(s, ctx, "ListTasks", request, params, &req, s.b.h.ListTasks)
+}
+
+// CancelTask is CancelTask.
+func (s *agentSession) CancelTask(ctx context.Context, request, params any) (any, error) {
+	var req a2a.CancelTaskRequest
+	return unary(s, ctx, "CancelTask", request, params, &req, s.b.h.CancelTask)
+}
+
+// CreateTaskPushNotificationConfig is CreateTaskPushNotificationConfig.
+func (s *agentSession) CreateTaskPushNotificationConfig(ctx context.Context, request, params any) (any, error) {
+	var req a2a.PushConfig
+	return unary(s, ctx, "CreateTaskPushNotificationConfig", request, params, &req, s.b.h.CreateTaskPushConfig)
+}
+
+// GetTaskPushNotificationConfig is GetTaskPushNotificationConfig.
+func (s *agentSession) GetTaskPushNotificationConfig(ctx context.Context, request, params any) (any, error) {
+	var req a2a.GetTaskPushConfigRequest
+	return unary(s, ctx, "GetTaskPushNotificationConfig", request, params, &req, s.b.h.GetTaskPushConfig)
+}
+
+// ListTaskPushNotificationConfigs is ListTaskPushNotificationConfigs.
+func (s *agentSession) ListTaskPushNotificationConfigs(ctx context.Context, request, params any) (any, error) {
+	var req a2a.ListTaskPushConfigRequest
+	return unary(s, ctx, "ListTaskPushNotificationConfigs", request, params, &req, s.b.h.ListTaskPushConfigs)
+}
+
+// DeleteTaskPushNotificationConfig is DeleteTaskPushNotificationConfig.
+func (s *agentSession) DeleteTaskPushNotificationConfig(ctx context.Context, request, params any) error {
+	var req a2a.DeleteTaskPushConfigRequest
+	_, err := unary(s, ctx, "DeleteTaskPushNotificationConfig", request, params, &req,
+		func(ctx context.Context, r *a2a.DeleteTaskPushConfigRequest) (struct{}, error) {
+			return struct{}{}, s.b.h.DeleteTaskPushConfig(ctx, r)
+		})
+	return err
+}
+
+// GetExtendedAgentCard is GetExtendedAgentCard.
+func (s *agentSession) GetExtendedAgentCard(ctx context.Context, request, params any) (any, error) {
+	var req a2a.GetExtendedAgentCardRequest
+	return unary(s, ctx, "GetExtendedAgentCard", request, params, &req, s.b.h.GetExtendedAgentCard)
+}
+
+// unary decodes the request into req, calls op in the call's context, and encodes the result.
+func unary[Req, Res any](s *agentSession, ctx context.Context, method string, request, params any, req *Req, op func(context.Context, *Req) (Res, error)) (any, error) {
+	if err := fromWire(request, req); err != nil {
+		return nil, err
+	}
+	cctx, err := s.call(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := op(cctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return toWire(res)
+}
+
+// SendStreamingMessage is SendStreamingMessage, delivered to observer or, without one, as a
+// ReadableStream (see the binding's Streaming section).
+func (s *agentSession) SendStreamingMessage(ctx context.Context, request, observer, params any) (any, error) {
+	var req a2a.SendMessageRequest
+	if err := fromWire(request, &req); err != nil {
+		return nil, err
+	}
+	obs, params := splitObserver(observer, params)
+	cctx, err := s.call(ctx, "SendStreamingMessage", params)
+	if err != nil {
+		return nil, err
+	}
+	h := &taskHandle{s: s, tenant: req.Tenant, ready: make(chan struct{})}
+	return s.deliver(ctx, cctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
+		return s.b.h.SendStreamingMessage(ctx, &req)
+	}, obs, h)
+}
+
+// SubscribeToTask is SubscribeToTask, delivered like SendStreamingMessage.
+func (s *agentSession) SubscribeToTask(ctx context.Context, request, observer, params any) (any, error) {
+	var req a2a.SubscribeToTaskRequest
+	if err := fromWire(request, &req); err != nil {
+		return nil, err
+	}
+	obs, params := splitObserver(observer, params)
+	cctx, err := s.call(ctx, "SubscribeToTask", params)
+	if err != nil {
+		return nil, err
+	}
+	return s.deliver(ctx, cctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
+		return s.b.h.SubscribeToTask(ctx, &req)
+	}, obs, s.handle(req.ID, req.Tenant))
+}
+
+// splitObserver accepts (observer, params) and, for callers that skip the observer,
+// (params, nil).
+func splitObserver(observer, params any) (*capnweb.Stub, any) {
+	if st, ok := observer.(*capnweb.Stub); ok {
+		return st, params
+	}
+	if _, ok := observer.(map[string]any); ok && (params == nil || params == capnweb.Undefined) {
+		return nil, observer
+	}
+	return nil, params
+}
+
+// deliver sends a stream's events to the observer, awaiting each call, and returns the final
+// SendMessageResponse; or, without an observer, returns {stream, handle} once the first event
+// is there, so that errors a stream opens with (task not found, a finished task) fail the call.
+func (s *agentSession) deliver(ctx, cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error], obs *capnweb.Stub, h *taskHandle) (any, error) {
+	if obs == nil {
+		return s.readable(cctx, open, h)
+	}
+	var last a2a.Event
+	for ev, err := range open(cctx) {
+		if err != nil {
+			return nil, err
+		}
+		h.learn(ev)
+		last = ev
+		w, err := toWire(a2a.StreamResponse{Event: ev})
+		if err != nil {
+			return nil, err
+		}
+		p := obs.Invoke(w)
+		_, err = p.Await(ctx)
+		p.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if last == nil {
+		return nil, nil
+	}
+	if m, ok := last.(*a2a.Message); ok {
+		return toWire(a2a.StreamResponse{Event: m})
+	}
+	task, err := s.b.h.GetTask(cctx, &a2a.GetTaskRequest{ID: last.TaskInfo().TaskID, Tenant: h.tenant})
+	if err != nil {
+		return nil, err
+	}
+	return toWire(a2a.StreamResponse{Event: task})
+}
+
+type streamItem struct {
+	ev  a2a.Event
+	err error
+}
+
+// readable runs the stream in a goroutine that hands each event to the ReadableStream's reader,
+// one at a time: a reader that does not read holds the stream back. Canceling the stream, or
+// the session ending, stops it.
+func (s *agentSession) readable(cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error], h *taskHandle) (any, error) {
+	sctx, cancel := context.WithCancel(cctx)
+	items := make(chan streamItem)
+	go func() {
+		defer close(items)
+		for ev, err := range open(sctx) {
+			select {
+			case items <- streamItem{ev, err}:
+			case <-sctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	first, ok := <-items
+	if first.err != nil {
+		cancel()
+		return nil, first.err
+	}
+	if ok {
+		h.learn(first.ev)
+	}
+	stream := capnweb.NewReadableStream(func(yield func(any, error) bool) {
+		defer cancel()
+		it := first
+		for ok {
+			if it.err != nil {
+				yield(nil, it.err)
+				return
+			}
+			h.learn(it.ev)
+			w, err := toWire(a2a.StreamResponse{Event: it.ev})
+			if !yield(w, err) || err != nil {
+				return
+			}
+			it, ok = <-items
+		}
+	})
+	return map[string]any{"stream": stream, "handle": h}, nil
+}
+
+// Task returns a handle on the task id, without a round trip: access is checked per call.
+func (s *agentSession) Task(id string) *taskHandle {
+	return s.handle(a2a.TaskID(id), "")
+}
+
+func (s *agentSession) handle(id a2a.TaskID, tenant string) *taskHandle {
+	h := &taskHandle{s: s, id: id, tenant: tenant, ready: make(chan struct{})}
+	close(h.ready)
+	return h
+}
+
+// SubscribeToPushNotifications calls callback with each of the task's events, across
+// interrupted states, until the task is terminal or the returned subscription is canceled.
+func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID string, callback *capnweb.Stub, params any) (*pushSubscription, error) {
+	if callback == nil {
+		return nil, invalidParams("callback must be a function")
+	}
+	cctx, err := s.call(ctx, "SubscribeToPushNotifications", params)
+	if err != nil {
+		return nil, err
+	}
+	// Fail now for an unknown task, rather than in the background.
+	if _, err := s.b.h.GetTask(cctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	sub := &pushSubscription{cancel: cancel, done: make(chan struct{})}
+	cb := callback.Dup()
+	go func() {
+		defer close(sub.done)
+		defer cb.Release()
+		defer cancel()
+		s.push(sctx, a2a.TaskID(taskID), cb, params)
+	}()
+	return sub, nil
+}
+
+// push follows the task with SubscribeToTask, resuming by Last-Event-ID after each
+// interrupted state, until the task is terminal.
+func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub, params any) {
+	var last int64 = -1
+	for ctx.Err() == nil {
+		extra, _ := serviceParams(params)
+		if extra == nil {
+			extra = http.Header{}
+		}
+		if last >= 0 {
+			extra.Set(hdrLastEventID, strconv.FormatInt(last, 10))
+		}
+		cctx, err := s.call(ctx, "SubscribeToTask", headerObject(extra))
+		if err != nil {
+			return
+		}
+		progressed, terminal := false, false
+		for ev, err := range s.b.h.SubscribeToTask(cctx, &a2a.SubscribeToTaskRequest{ID: id}) {
+			if err != nil {
+				return // the task is finished or gone; nothing more will come
+			}
+			if seq, ok := seqOf(ev); ok {
+				if seq <= last {
+					continue
+				}
+				last = seq
+			}
+			progressed = true
+			if st, ok := stateOf(ev); ok && st.Terminal() {
+				terminal = true
+			}
+			w, err := toWire(a2a.StreamResponse{Event: ev})
+			if err != nil {
+				return
+			}
+			p := cb.Invoke(w)
+			_, err = p.Await(ctx)
+			p.Release()
+			if err != nil {
+				return
+			}
+		}
+		if terminal || !progressed {
+			return
+		}
+	}
+}
+
+func headerObject(h http.Header) map[string]any {
+	m := make(map[string]any, len(h))
+	for k, v := range h {
+		vs := make([]any, len(v))
+		for i, s := range v {
+			vs[i] = s
+		}
+		m[k] = vs
+	}
+	return m
+}
+
+func seqOf(ev a2a.Event) (int64, bool) {
+	switch v := ev.Meta()[engine.SeqKey].(type) {
+	case int64:
+		return v, true
+	case float64:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+func stateOf(ev a2a.Event) (a2a.TaskState, bool) {
+	switch x := ev.(type) {
+	case *a2a.Task:
+		return x.Status.State, true
+	case *a2a.TaskStatusUpdateEvent:
+		return x.Status.State, true
+	}
+	return "", false
+}
+
+// pushSubscription is the capability subscribeToPushNotifications returns.
+type pushSubscription struct {
+	capnweb.Target
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Cancel ends the subscription.
+func (p *pushSubscription) Cancel() { p.cancel() }
+
+// Dispose ends the subscription when the client releases it.
+func (p *pushSubscription) Dispose() { p.cancel() }
+
+// taskHandle is a TaskHandle: one task's operations, access checked per call.
+type taskHandle struct {
+	capnweb.Target
+	s      *agentSession
+	tenant string
+
+	once  sync.Once
+	ready chan struct{} // closed once id is known
+	id    a2a.TaskID
+}
+
+// learn records the task ID the first event names.
+func (h *taskHandle) learn(ev a2a.Event) {
+	select {
+	case <-h.ready:
+		return
+	default:
+	}
+	if id := ev.TaskInfo().TaskID; id != "" {
+		h.once.Do(func() {
+			h.id = id
+			close(h.ready)
+		})
+	}
+}
+
+func (h *taskHandle) taskID(ctx context.Context) (a2a.TaskID, error) {
+	select {
+	case <-h.ready:
+		return h.id, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (h *taskHandle) RPCProperties() []string { return []string{"ID"} }
+
+// ID is the task's ID (a property).
+func (h *taskHandle) ID(ctx context.Context) (string, error) {
+	id, err := h.taskID(ctx)
+	return string(id), err
+}
+
+// withID returns request (an object or nothing) with the handle's id and tenant set.
+func (h *taskHandle) withID(ctx context.Context, request any, key string) (any, error) {
+	id, err := h.taskID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if r, ok := request.(map[string]any); ok {
+		for k, v := range r {
+			m[k] = v
+		}
+	}
+	m[key] = string(id)
+	if h.tenant != "" {
+		m["tenant"] = h.tenant
+	}
+	return m, nil
+}
+
+// Get is getTask for this task.
+func (h *taskHandle) Get(ctx context.Context, request, params any) (any, error) {
+	req, err := h.withID(ctx, request, "id")
+	if err != nil {
+		return nil, err
+	}
+	return h.s.GetTask(ctx, req, params)
+}
+
+// Cancel is cancelTask for this task.
+func (h *taskHandle) Cancel(ctx context.Context, request, params any) (any, error) {
+	req, err := h.withID(ctx, request, "id")
+	if err != nil {
+		return nil, err
+	}
+	return h.s.CancelTask(ctx, req, params)
+}
+
+// Subscribe is subscribeToTask for this task.
+func (h *taskHandle) Subscribe(ctx context.Context, observer, params any) (any, error) {
+	req, err := h.withID(ctx, nil, "id")
+	if err != nil {
+		return nil, err
+	}
+	return h.s.SubscribeToTask(ctx, req, observer, params)
+}

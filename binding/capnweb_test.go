@@ -1,0 +1,264 @@
+package binding
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/google/uuid"
+)
+
+// dialCapnweb opens a capnweb WebSocket session on the test server's binding.
+func (ts *testServer) dialCapnweb(t *testing.T, query string, header http.Header) *capnweb.Session {
+	t.Helper()
+	url := "ws" + strings.TrimPrefix(ts.baseURL, "http") + DefaultCapnwebPath + query
+	s, err := capnweb.Dial(t.Context(), url, nil, &capnweb.DialOptions{Header: header})
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// awaitInto awaits p and decodes its value, a ProtoJSON object, into dst.
+func awaitInto(ctx context.Context, p *capnweb.Promise, dst any) error {
+	v, err := p.Await(ctx)
+	if err != nil {
+		return err
+	}
+	return fromWire(v, dst)
+}
+
+func userMessageWire(text string) map[string]any {
+	return map[string]any{"message": map[string]any{
+		"messageId": uuid.NewString(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": text}},
+	}}
+}
+
+// a2aErr returns the code and reason properties of a capnweb error.
+func a2aErr(t *testing.T, err error) (float64, string) {
+	t.Helper()
+	var ce *capnweb.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v (%T) is no capnweb error", err, err)
+	}
+	code, _ := ce.Props["code"].(float64)
+	reason, _ := ce.Props["reason"].(string)
+	return code, reason
+}
+
+func TestCapnwebBinding(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{})
+	s := ts.dialCapnweb(t, "", nil)
+	main := s.Main()
+	ctx := t.Context()
+
+	t.Run("AgentCard", func(t *testing.T) {
+		t.Parallel()
+		var card a2a.AgentCard
+		if err := awaitInto(ctx, main.Call("getAgentCard"), &card); err != nil {
+			t.Fatal(err)
+		}
+		if card.Name != "echo" || card.SupportedInterfaces[0].ProtocolBinding != ProtocolCapnweb {
+			t.Errorf("card %s, first interface %+v", card.Name, card.SupportedInterfaces[0])
+		}
+	})
+
+	t.Run("SendAndGetPipelined", func(t *testing.T) {
+		t.Parallel()
+		sent := main.Call("sendMessage", userMessageWire("hello"))
+		got := main.Call("getTask", map[string]any{"id": sent.Get("task", "id")})
+		var task a2a.Task
+		if err := awaitInto(ctx, got, &task); err != nil {
+			t.Fatal(err)
+		}
+		if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: hello" {
+			t.Errorf("task = %+v", task)
+		}
+	})
+
+	t.Run("MessageResult", func(t *testing.T) {
+		t.Parallel()
+		var res a2a.StreamResponse
+		if err := awaitInto(ctx, main.Call("sendMessage", userMessageWire("message")), &res); err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := res.Event.(*a2a.Message); !ok || textOf(m) != "echo: message" {
+			t.Errorf("result = %#v", res.Event)
+		}
+	})
+
+	t.Run("StreamObserver", func(t *testing.T) {
+		t.Parallel()
+		var mu sync.Mutex
+		var kinds []string
+		observer := func(ev map[string]any) {
+			mu.Lock()
+			defer mu.Unlock()
+			for k := range ev {
+				kinds = append(kinds, k)
+			}
+		}
+		var final a2a.StreamResponse
+		if err := awaitInto(ctx, main.Call("sendStreamingMessage", userMessageWire("stream"), observer), &final); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Join(kinds, ",") != "task,statusUpdate,artifactUpdate,statusUpdate" {
+			t.Errorf("events = %v", kinds)
+		}
+		if task, ok := final.Event.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+			t.Errorf("final = %#v", final.Event)
+		}
+	})
+
+	t.Run("StreamReadable", func(t *testing.T) {
+		t.Parallel()
+		res, err := main.Call("sendStreamingMessage", userMessageWire("readable")).Await(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.(map[string]any)
+		stream := m["stream"].(*capnweb.ReadableStream)
+		handle := m["handle"].(*capnweb.Stub)
+		defer handle.Release()
+		var kinds []string
+		for ev, err := range stream.All(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range ev.(map[string]any) {
+				kinds = append(kinds, k)
+			}
+		}
+		if strings.Join(kinds, ",") != "task,statusUpdate,artifactUpdate,statusUpdate" {
+			t.Errorf("events = %v", kinds)
+		}
+		var task a2a.Task
+		if err := awaitInto(ctx, handle.Call("get"), &task); err != nil || task.Status.State != a2a.TaskStateCompleted {
+			t.Errorf("handle.get() = %+v, %v", task.Status, err)
+		}
+	})
+
+	t.Run("TaskHandleCancel", func(t *testing.T) {
+		t.Parallel()
+		var sent a2a.StreamResponse
+		req := userMessageWire("wait:capnweb-cancel")
+		req["configuration"] = map[string]any{"returnImmediately": true}
+		if err := awaitInto(ctx, main.Call("sendMessage", req), &sent); err != nil {
+			t.Fatal(err)
+		}
+		id := sent.Event.TaskInfo().TaskID
+		var task a2a.Task
+		if err := awaitInto(ctx, main.Call("task", string(id)).Call("cancel"), &task); err != nil {
+			t.Fatal(err)
+		}
+		if task.Status.State != a2a.TaskStateCanceled {
+			t.Errorf("state after cancel = %s", task.Status.State)
+		}
+		_, err := main.Call("task", "no-such-task").Call("cancel").Await(ctx)
+		if code, reason := a2aErr(t, err); code != -32001 || reason != "TASK_NOT_FOUND" {
+			t.Errorf("cancel of an unknown task: %v (code %v, reason %s)", err, code, reason)
+		}
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		t.Parallel()
+		_, err := main.Call("getTask", map[string]any{"id": "no-such-task"}).Await(ctx)
+		if code, reason := a2aErr(t, err); code != -32001 || reason != "TASK_NOT_FOUND" {
+			t.Errorf("getTask(unknown): code %v reason %s", code, reason)
+		}
+		_, err = main.Call("subscribeToTask", map[string]any{"id": "no-such-task"}).Await(ctx)
+		if code, _ := a2aErr(t, err); code != -32001 {
+			t.Errorf("subscribeToTask(unknown): code %v", code)
+		}
+		_, err = main.Call("getTask", map[string]any{"id": main}).Await(ctx)
+		if code, _ := a2aErr(t, err); code != -32602 {
+			t.Errorf("getTask with a capability for id: code %v (%v)", code, err)
+		}
+		_, err = main.Call("getTask", map[string]any{"id": "x"}, map[string]any{"A2A-Version": "2.0"}).Await(ctx)
+		if _, reason := a2aErr(t, err); reason != "VERSION_NOT_SUPPORTED" {
+			t.Errorf("per-call version 2.0: %v", err)
+		}
+		_, err = main.Call("getTask", map[string]any{"id": "x"}, "not params").Await(ctx)
+		if code, _ := a2aErr(t, err); code != -32602 {
+			t.Errorf("bad params: %v", err)
+		}
+	})
+}
+
+func TestCapnwebBindingVersionOnConnect(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{})
+	url := "ws" + strings.TrimPrefix(ts.baseURL, "http") + DefaultCapnwebPath + "?A2A-Version=9.9"
+	if _, err := capnweb.Dial(t.Context(), url, nil, nil); err == nil {
+		t.Fatal("dial with A2A-Version 9.9 succeeded")
+	}
+	r := do(t, "POST", ts.baseURL+DefaultCapnwebPath, nil, "A2A-Version", "9.9")
+	if r.status != http.StatusBadRequest || restError(t, r).Reason != "VERSION_NOT_SUPPORTED" {
+		t.Errorf("batch with A2A-Version 9.9: HTTP %d %s", r.status, r.body)
+	}
+}
+
+func TestCapnwebBindingBatch(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{})
+	s := capnweb.NewBatchSession(ts.baseURL+DefaultCapnwebPath, nil, nil)
+	defer s.Close()
+	sent := s.Main().Call("sendMessage", userMessageWire("batch"))
+	got := s.Main().Call("getTask", map[string]any{"id": sent.Get("task", "id")})
+	var task a2a.Task
+	if err := awaitInto(t.Context(), got, &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("state = %s", task.Status.State)
+	}
+}
+
+func TestCapnwebBindingAuthenticate(t *testing.T) {
+	t.Parallel()
+	auth := func(_ context.Context, h http.Header) (*a2asrv.User, error) {
+		switch h.Get("Authorization") {
+		case "Bearer alice":
+			return a2asrv.NewAuthenticatedUser("alice", nil), nil
+		case "":
+			return nil, a2a.NewError(a2a.ErrUnauthenticated, "no credentials")
+		}
+		return nil, errors.New("bad token")
+	}
+	ts := startServer(t, serverConfig{opts: &Options{Authenticate: auth}})
+	main := ts.dialCapnweb(t, "", nil).Main()
+	ctx := t.Context()
+
+	_, err := main.Call("sendMessage", userMessageWire("hello")).Await(ctx)
+	if code, reason := a2aErr(t, err); code != -31401 || reason != "UNAUTHENTICATED" {
+		t.Errorf("unauthenticated sendMessage: code %v reason %s", code, reason)
+	}
+	if _, err := main.Call("getAgentCard").Await(ctx); err != nil {
+		t.Errorf("getAgentCard without credentials: %v", err)
+	}
+	_, err = main.Call("authenticate", map[string]any{"Authorization": "Bearer mallory"}).Await(ctx)
+	if _, reason := a2aErr(t, err); reason != "UNAUTHENTICATED" {
+		t.Errorf("wrong credentials: %v", err)
+	}
+	session := main.Call("authenticate", map[string]any{"Authorization": "Bearer alice"})
+	var res a2a.StreamResponse
+	if err := awaitInto(ctx, session.Call("sendMessage", userMessageWire("hello")), &res); err != nil {
+		t.Fatalf("authenticated sendMessage: %v", err)
+	}
+
+	// Credentials on the upgrade make the main object alice's session.
+	authed := ts.dialCapnweb(t, "", http.Header{"Authorization": {"Bearer alice"}}).Main()
+	if _, err := authed.Call("sendMessage", userMessageWire("hello")).Await(ctx); err != nil {
+		t.Errorf("sendMessage on an authenticated connection: %v", err)
+	}
+}
