@@ -55,6 +55,13 @@
 //     body that is not JSON gets 415 on REST.
 //   - Streaming responses (SSE) carry a ": keep-alive" comment every
 //     [Options].KeepAlive (15 s by default) so proxies keep idle streams open.
+//   - An SSE event whose stream event carries its sequence number in its
+//     task's event log, in its metadata under "a2awebcap.seq" (as the events
+//     of this project's engine do), has that number as its SSE id
+//     ("id: 7"); other events have no id line (a2a-go's random ids are
+//     dropped). An SSE client that reconnects sends the last id back as
+//     Last-Event-ID, which the engine's SubscribeToTask resumes from: a
+//     browser's EventSource on GET .../tasks/{id}:subscribe does so by itself.
 //   - A REST stream that fails before its first event (SubscribeToTask on an
 //     unknown or finished task, say) is answered with the error's HTTP status
 //     and a google.rpc.Status body instead of a 200 event stream holding the

@@ -25,6 +25,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/store/memory"
 )
 
 // echoExecutor is the agent of these tests. For a message whose first text
@@ -129,6 +132,9 @@ type serverConfig struct {
 	card  *a2a.AgentCard // nil: testCard()
 	opts  *Options
 	gopts *GRPCOptions // Card defaults to the card
+	// engine: serve this project's engine (on a memory store), whose stream events carry
+	// their sequence numbers, instead of a2a-go's default handler.
+	engine bool
 }
 
 func testCard() *a2a.AgentCard {
@@ -159,9 +165,33 @@ func newA2AHandler(opts ...a2asrv.RequestHandlerOption) (a2asrv.RequestHandler, 
 	return a2asrv.NewHandler(exec, opts...), exec
 }
 
+// newEngineHandler is the engine around a new echoExecutor, on a memory store, closed by
+// t.Cleanup.
+func newEngineHandler(t *testing.T) (a2asrv.RequestHandler, *echoExecutor) {
+	t.Helper()
+	exec := newEchoExecutor()
+	st := memory.New()
+	eng := engine.New(exec, st, &engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Close(ctx); err != nil {
+			t.Errorf("Engine.Close() = %v", err)
+		}
+		st.Close()
+	})
+	return eng, exec
+}
+
 func startServer(t *testing.T, cfg serverConfig) *testServer {
 	t.Helper()
-	handler, exec := newA2AHandler()
+	var handler a2asrv.RequestHandler
+	var exec *echoExecutor
+	if cfg.engine {
+		handler, exec = newEngineHandler(t)
+	} else {
+		handler, exec = newA2AHandler()
+	}
 	card := cfg.card
 	if card == nil {
 		card = testCard()
@@ -308,14 +338,28 @@ type rawResponse struct {
 	body   []byte
 }
 
-// do sends a raw HTTP request.
+// do sends a raw HTTP request (see send) and reads the response.
 func do(t *testing.T, method, url string, body []byte, header ...string) rawResponse {
+	t.Helper()
+	resp := send(t, t.Context(), method, url, body, header...)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// send sends a raw HTTP request, a JSON body when body is not nil, with the header fields
+// given as name, value pairs ("Host" sets the request's host). The caller closes the body of
+// the response.
+func send(t *testing.T, ctx context.Context, method, url string, body []byte, header ...string) *http.Response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,12 +377,7 @@ func do(t *testing.T, method, url string, body []byte, header ...string) rawResp
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rawResponse{status: resp.StatusCode, header: resp.Header, body: b}
+	return resp
 }
 
 // jsonrpcBody builds a JSON-RPC request.
@@ -428,3 +467,41 @@ func firstSSEData(t *testing.T, body []byte) []byte {
 func errorsIs(err error, target error) bool { return errors.Is(err, target) }
 
 func ptr[T any](v T) *T { return &v }
+
+// sseEvent is an event of an SSE stream that carries data.
+type sseEvent struct {
+	id    string // the value of its id line
+	hasID bool
+	data  string
+}
+
+// sseEvents reads the events that carry data from an SSE stream as they arrive; comments and
+// events without data are skipped.
+func sseEvents(body io.Reader) iter.Seq2[sseEvent, error] {
+	return func(yield func(sseEvent, error) bool) {
+		sc := bufio.NewScanner(body)
+		sc.Buffer(nil, 1<<20)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" {
+				if ev.data != "" && !yield(ev, nil) {
+					return
+				}
+				ev = sseEvent{}
+				continue
+			}
+			name, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch name {
+			case "id":
+				ev.id, ev.hasID = value, true
+			case "data":
+				ev.data += value
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(sseEvent{}, err)
+		}
+	}
+}

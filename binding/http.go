@@ -178,17 +178,18 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	if version == Version03 {
+	switch {
+	case !stream && version == Version03:
 		h.jsonrpcV03.ServeHTTP(w, r)
-		return
-	}
-	if stream {
+	case !stream:
+		h.jsonrpcV1.ServeHTTP(w, r)
+	case version == Version03:
+		h.jsonrpcV03.ServeHTTP(&eventIDWriter{w: w, jsonrpc: true}, r)
+	default:
 		rw := &restWriter{w: w, ctype: mediaJSON, jsonrpc: true}
-		h.jsonrpcV1.ServeHTTP(rw, r)
+		h.jsonrpcV1.ServeHTTP(&eventIDWriter{w: rw, jsonrpc: true}, r)
 		rw.finish()
-		return
 	}
-	h.jsonrpcV1.ServeHTTP(w, r)
 }
 
 // validID returns the JSON-RPC id to echo in an error: a string or number, else null.
@@ -242,7 +243,7 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 
 	r2 := stripPrefix(r, h.restPath)
 	if version == Version03 {
-		h.restV03.ServeHTTP(w, r2) // routes under /v1/...
+		h.restV03.ServeHTTP(&eventIDWriter{w: w}, r2) // routes under /v1/...
 		return
 	}
 
@@ -257,7 +258,7 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rw := &restWriter{w: w, ctype: ctype}
-	target.ServeHTTP(rw, r2)
+	target.ServeHTTP(&eventIDWriter{w: rw}, r2)
 	rw.finish() // not deferred: after a panic net/http must see the response unwritten
 }
 

@@ -2,9 +2,10 @@
 //
 //	a2awebcap serve [flags]
 //
-// serve runs an A2A 1.0 server: the engine on the embedded SQLite store (a2awebcap.db), the
-// built-in agent (or the conformance agent), JSON-RPC, HTTP+JSON/REST and the agent card on one
-// port, gRPC on its own port when asked, and the Cap'n Web endpoint at /capnweb.
+// serve runs an A2A 1.0 server (and 0.3 with -serve-0.3): the engine on the embedded SQLite
+// store (a2awebcap.db), the built-in agent (or the conformance agent), JSON-RPC, HTTP+JSON/REST
+// and the agent card on one port, gRPC on its own port when asked, and the Cap'n Web endpoint
+// at /capnweb.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,39 +69,16 @@ func main() {
 type serveConfig struct {
 	addr, grpcAddr, db, agent, name, baseURL, logLevel string
 	drain                                              time.Duration
+	serve03                                            bool
 }
 
 func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: a2awebcap serve [flags]
-
-Runs an A2A server. Clients find it through its agent card:
-  http://ADDR/.well-known/agent-card.json
-which lists the JSON-RPC (/a2a/jsonrpc), HTTP+JSON (/a2a/rest) and, with -grpc-addr, gRPC
-interfaces. Tasks survive restarts: they are kept in the -db store.
-
-Flags (each can also be set by the environment variable shown):
-`)
-		fs.PrintDefaults()
+	c, err := parseServe(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
 	}
-	var c serveConfig
-	fs.StringVar(&c.addr, "addr", envOr("A2AWEBCAP_ADDR", "127.0.0.1:8080"), "HTTP `address` to listen on (A2AWEBCAP_ADDR)")
-	fs.StringVar(&c.grpcAddr, "grpc-addr", envOr("A2AWEBCAP_GRPC_ADDR", ""), "also serve gRPC on this `address`; empty: no gRPC (A2AWEBCAP_GRPC_ADDR)")
-	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", "a2awebcap.db"), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing (A2AWEBCAP_DB)")
-	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "builtin"), "the agent to run: builtin, or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
-	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
-	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
-	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
-	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
@@ -109,6 +88,45 @@ Flags (each can also be set by the environment variable shown):
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, c, log)
+}
+
+// parseServe reads serve's flags, and the environment variables that set their defaults.
+func parseServe(args []string) (serveConfig, error) {
+	var c serveConfig
+	serve03, err := envBool("A2AWEBCAP_SERVE_03")
+	if err != nil {
+		return c, err
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: a2awebcap serve [flags]
+
+Runs an A2A server. Clients find it through its agent card:
+  http://ADDR/.well-known/agent-card.json
+which lists the JSON-RPC (/a2a/jsonrpc), HTTP+JSON (/a2a/rest) and, with -grpc-addr, gRPC
+interfaces. Tasks survive restarts: they are kept in the -db store. It speaks A2A 1.0, and
+with -serve-0.3 also A2A 0.3 to clients that declare it.
+
+Flags (each can also be set by the environment variable shown):
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.addr, "addr", envOr("A2AWEBCAP_ADDR", "127.0.0.1:8080"), "HTTP `address` to listen on (A2AWEBCAP_ADDR)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", envOr("A2AWEBCAP_GRPC_ADDR", ""), "also serve gRPC on this `address`; empty: no gRPC (A2AWEBCAP_GRPC_ADDR)")
+	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", "a2awebcap.db"), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing (A2AWEBCAP_DB)")
+	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "builtin"), "the agent to run: builtin, or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
+	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
+	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
+	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
+	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	return c, nil
 }
 
 func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
@@ -142,7 +160,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{BaseURL: c.baseURL, GRPCAddress: c.grpcAddr})
+	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03})
 	rpc := capnweb.NewHandler(func(*http.Request) (any, error) { return &demo{}, nil },
 		&capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}})
 	mux := http.NewServeMux()
@@ -161,7 +179,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gs := binding.NewGRPCServer(eng, nil)
+		gs := binding.NewGRPCServer(eng, &binding.GRPCOptions{Serve03: c.serve03})
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
@@ -226,6 +244,20 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// envBool reads a boolean environment variable in one of strconv.ParseBool's forms; unset or
+// empty is false.
+func envBool(key string) (bool, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want true or false", key, v)
+	}
+	return b, nil
 }
 
 // demo is the object served at /capnweb until the A2A binding over Cap'n Web takes its place.

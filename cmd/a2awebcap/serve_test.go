@@ -129,6 +129,68 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// -serve-0.3 (or A2AWEBCAP_SERVE_03) serves 0.3 clients; without it a 0.3 request gets
+// VersionNotSupportedError.
+func TestServe03(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		env      string // A2AWEBCAP_SERVE_03
+		wantCode int    // JSON-RPC error code; 0: a result
+	}{
+		{"default", nil, "", -32009},
+		{"flag", []string{"-serve-0.3"}, "", 0},
+		{"env", nil, "true", 0},
+		{"flag overrides env", []string{"-serve-0.3=false"}, "1", -32009},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("A2AWEBCAP_SERVE_03", tc.env)
+			addr := freeAddr(t)
+			cfg, err := parseServe(append([]string{"-addr", addr, "-db", "memory"}, tc.args...))
+			if err != nil {
+				t.Fatalf("parseServe() error = %v", err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run() = %v", err)
+				}
+			})
+			waitUp(t, addr)
+
+			body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"help"}]}}}`
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/a2a/jsonrpc", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("A2A-Version", "0.3")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got struct {
+				Result *struct {
+					Kind string `json:"kind"`
+				} `json:"result"`
+				Error *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatalf("decoding the response: %v", err)
+			}
+			switch {
+			case tc.wantCode != 0 && (got.Error == nil || got.Error.Code != tc.wantCode):
+				t.Errorf("0.3 message/send: error %+v, result %+v; want error code %d", got.Error, got.Result, tc.wantCode)
+			case tc.wantCode == 0 && (got.Error != nil || got.Result == nil || got.Result.Kind == ""):
+				t.Errorf("0.3 message/send: error %+v, result %+v; want a 0.3 task or message", got.Error, got.Result)
+			}
+		})
+	}
+}
+
 // A server killed with SIGKILL while a task runs comes back with the task and every event
 // stored before the kill; the task whose executor died is marked failed with a reason.
 func TestCrashRecovery(t *testing.T) {
