@@ -12,7 +12,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2awebcap/a2awebcap/capnweb"
-	"github.com/a2awebcap/a2awebcap/engine"
 )
 
 // The capnweb binding: A2A over Cap'n Web (docs/capnweb-binding.md). Each connection (a
@@ -498,7 +497,7 @@ func headerObject(h http.Header) map[string]any {
 }
 
 func seqOf(ev a2a.Event) (int64, bool) {
-	switch v := ev.Meta()[engine.SeqKey].(type) {
+	switch v := ev.Meta()[seqKey].(type) {
 	case int64:
 		return v, true
 	case float64:
