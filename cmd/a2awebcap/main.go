@@ -4,8 +4,8 @@
 //
 // serve runs an A2A 1.0 server (and 0.3 with -serve-0.3): the engine on the embedded SQLite
 // store (a2awebcap.db), the built-in agent (or the conformance agent), JSON-RPC, HTTP+JSON/REST
-// and the agent card on one port, gRPC on its own port when asked, and the Cap'n Web endpoint
-// at /capnweb.
+// A2A over Cap'n Web (WebSocket and HTTP batch, docs/capnweb-binding.md) and the agent card
+// on one port, and gRPC on its own port when asked.
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -160,16 +161,16 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03})
-	rpc := capnweb.NewHandler(func(*http.Request) (any, error) { return &demo{}, nil },
-		&capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}})
+	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
+		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03,
+		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/capnweb", rpc)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("/", a2aHTTP)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	// Shutdown does not close hijacked (WebSocket) connections: the capnweb handler does.
-	srv.RegisterOnShutdown(func() { rpc.Close() })
+	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
+	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
@@ -259,15 +260,3 @@ func envBool(key string) (bool, error) {
 	}
 	return b, nil
 }
-
-// demo is the object served at /capnweb until the A2A binding over Cap'n Web takes its place.
-type demo struct{ capnweb.Target }
-
-// Echo returns its argument.
-func (demo) Echo(v any) any { return v }
-
-// Add adds two numbers.
-func (demo) Add(a, b float64) float64 { return a + b }
-
-// Now returns the server's time.
-func (demo) Now() time.Time { return time.Now() }
