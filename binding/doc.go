@@ -1,6 +1,7 @@
 // Package binding serves an A2A v1.0 agent — any [a2asrv.RequestHandler] —
-// over the three standard protocol bindings of the A2A specification:
-// JSON-RPC 2.0, HTTP+JSON/REST and gRPC.
+// over the three standard protocol bindings of the A2A specification
+// (JSON-RPC 2.0, HTTP+JSON/REST and gRPC) and over Cap'n Web, this project's
+// binding (docs/capnweb-binding.md).
 //
 // # What a client sees
 //
@@ -10,11 +11,13 @@
 //	POST     /a2a/jsonrpc                  JSON-RPC 2.0; SSE for SendStreamingMessage, SubscribeToTask
 //	*        /a2a/rest/...                 HTTP+JSON: /message:send, /tasks/{id}, ... and the
 //	                                       tenant forms /{tenant}/message:send, /{tenant}/tasks/{id}, ...
+//	GET|POST /a2a/capnweb                  Cap'n Web: a WebSocket session (GET upgrade) or one
+//	                                       HTTP batch (POST); main object A2AService
 //
-// The two paths are the card's own JSON-RPC and HTTP+JSON interface URLs
-// when it lists them, else the defaults above (see [Options]). The card that
-// is served lists every interface the process serves in its
-// supportedInterfaces, in preference order: those the given card already
+// The paths are the card's own interface URLs when it lists them, else the
+// defaults above (see [Options]). The card that is served lists every
+// interface the process serves in its supportedInterfaces, in preference
+// order: capnweb ([ProtocolCapnweb]) first, then those the given card already
 // lists, then JSON-RPC, HTTP+JSON and, when [Options].GRPCAddress is set,
 // gRPC, each with protocolVersion "1.0" (and "0.3" copies after them when
 // [Options].Serve03 is set). Interface URLs the handler adds are completed from
@@ -23,6 +26,17 @@
 // [NewGRPCServer] returns a *grpc.Server exposing lf.a2a.v1.A2AService (and,
 // with [GRPCOptions].Serve03, the 0.3 a2a.v1.A2AService) for a listener of the
 // caller's choice.
+//
+// # Authentication
+//
+// With [Options].Authenticate (and [GRPCOptions].Authenticate) every request
+// is authenticated from its headers (gRPC metadata; for capnweb, the upgrade
+// or batch request, or the object passed to authenticate) before it reaches
+// the RequestHandler, which sees the principal as the CallContext's User — the
+// engine scopes every task to it. A refusal is UNAUTHENTICATED (HTTP 401 with
+// WWW-Authenticate, JSON-RPC -31401, codes.Unauthenticated) or, for an error
+// wrapping a2a.ErrUnauthorized, UNAUTHORIZED (403, -31403,
+// codes.PermissionDenied). The public agent card needs no credentials.
 //
 // Every binding applies the same request checks before the request reaches
 // the RequestHandler, and reports them with the error codes of the spec's

@@ -47,7 +47,10 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 	case maxMsg < 0:
 		maxMsg = math.MaxInt32
 	}
-	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}}
+	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}, auth: o.Authenticate}
+	if o.Authenticate != nil {
+		h = withAuthenticatedUsers(h)
+	}
 	if o.Serve03 {
 		g.supported = append(g.supported, Version03)
 	}
@@ -67,6 +70,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 type grpcGuard struct {
 	required  []string
 	supported []string
+	auth      Authenticator
 }
 
 func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -125,6 +129,12 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 		md = md.Copy()
 		md.Set(strings.ToLower(hdrExtensions), uris...)
 		ctx = metadata.NewIncomingContext(ctx, md)
+	}
+	if g.auth != nil {
+		var rerr *requestError
+		if ctx, rerr = authenticate(ctx, g.auth, metadataHeaders(md)); rerr != nil {
+			return ctx, grpcError(rerr)
+		}
 	}
 	return ctx, nil
 }

@@ -61,7 +61,12 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	if o.KeepAlive > 0 {
 		topts = append(topts, a2asrv.WithTransportKeepAlive(o.KeepAlive))
 	}
+	inner := h // what a2a-go's handlers call
+	if o.Authenticate != nil {
+		inner = withAuthenticatedUsers(h)
+	}
 	hh := &httpHandler{
+		auth:         o.Authenticate,
 		card:         cs,
 		jsonrpcPath:  jsonrpcPath,
 		restPath:     restPath,
@@ -70,9 +75,9 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		emptyVersion: empty,
 		required:     requiredExtensions(card),
 		supported:    []string{Version10},
-		jsonrpcV1:    a2asrv.NewJSONRPCHandler(h, topts...),
-		restV1:       a2asrv.NewRESTHandler(h, topts...),
-		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", h, topts...),
+		jsonrpcV1:    a2asrv.NewJSONRPCHandler(inner, topts...),
+		restV1:       a2asrv.NewRESTHandler(inner, topts...),
+		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", inner, topts...),
 	}
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
@@ -80,8 +85,8 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	}
 	if o.Serve03 {
 		hh.supported = append(hh.supported, Version03)
-		hh.jsonrpcV03 = a2av0.NewJSONRPCHandler(h, topts...)
-		hh.restV03 = a2av0.NewRESTHandler(h, topts...)
+		hh.jsonrpcV03 = a2av0.NewJSONRPCHandler(inner, topts...)
+		hh.restV03 = a2av0.NewRESTHandler(inner, topts...)
 	}
 	return hh
 }
@@ -91,6 +96,7 @@ type httpHandler struct {
 	jsonrpcPath  string // exact path, "/" at least
 	restPath     string // base path without trailing slash; "" for the root
 	capnwebPath  string // exact path; "" when the capnweb binding is off
+	auth         Authenticator
 	capnweb      *capnwebBinding
 	maxBody      int64
 	serve03      bool
@@ -121,12 +127,37 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == h.jsonrpcPath, p == h.jsonrpcPath+"/":
 		// Clients that join "/" to the interface URL (the conformance kit does) post to the
 		// path with a trailing slash.
-		h.serveJSONRPC(w, r)
+		if r = h.authenticate(w, r, true); r != nil {
+			h.serveJSONRPC(w, r)
+		}
 	case strings.HasPrefix(p, h.restPath+"/"):
-		h.serveREST(w, r)
+		if r = h.authenticate(w, r, false); r != nil {
+			h.serveREST(w, r)
+		}
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// authenticate runs Options.Authenticate on r. It returns r with the principal in its context,
+// or nil after answering with the refusal.
+func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonrpc bool) *http.Request {
+	if h.auth == nil {
+		return r
+	}
+	ctx, rerr := authenticate(r.Context(), h.auth, r.Header)
+	if rerr == nil {
+		return r.WithContext(ctx)
+	}
+	if rerr.httpStatus == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	if jsonrpc {
+		writeJSONRPCError(w, nil, false, rerr)
+	} else {
+		writeRESTError(w, mediaJSON, rerr)
+	}
+	return nil
 }
 
 // --- JSON-RPC ---------------------------------------------------------------
@@ -452,7 +483,11 @@ func writeJSONRPCError(w http.ResponseWriter, id json.RawMessage, stream bool, e
 		return
 	}
 	w.Header().Set("Content-Type", mediaJSON)
-	w.WriteHeader(http.StatusOK)
+	status := http.StatusOK
+	if e.httpStatus == http.StatusUnauthorized || e.httpStatus == http.StatusForbidden {
+		status = e.httpStatus // authentication is an HTTP matter on every HTTP binding
+	}
+	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }
 

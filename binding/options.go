@@ -1,8 +1,6 @@
 package binding
 
 import (
-	"context"
-	"net/http"
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
@@ -101,7 +99,7 @@ type Options struct {
 	// a2a.ErrUnauthenticated or a2a.ErrUnauthorized) that refuses the request. A nil user
 	// with a nil error serves the request anonymously.
 	// Zero: every caller is anonymous.
-	Authenticate func(ctx context.Context, headers http.Header) (*a2asrv.User, error)
+	Authenticate Authenticator
 
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
@@ -126,6 +124,12 @@ type GRPCOptions struct {
 	// MaxMessageBytes bounds received messages (larger ones fail with
 	// RESOURCE_EXHAUSTED). Zero: DefaultMaxBodyBytes (4 MiB). Negative: no limit.
 	MaxMessageBytes int
+
+	// Authenticate identifies the caller from the call's metadata (presented as HTTP
+	// headers), as Options.Authenticate does for HTTP. A refusal is codes.Unauthenticated
+	// (or codes.PermissionDenied for a2a.ErrUnauthorized).
+	// Zero: every caller is anonymous.
+	Authenticate Authenticator
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

@@ -1,0 +1,104 @@
+package binding
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// tokenAuth accepts "Bearer <name>" for alice and bob; anything else is refused, and carol is
+// known but not allowed.
+func tokenAuth(_ context.Context, h http.Header) (*a2asrv.User, error) {
+	switch h.Get("Authorization") {
+	case "Bearer alice":
+		return a2asrv.NewAuthenticatedUser("alice", nil), nil
+	case "Bearer bob":
+		return a2asrv.NewAuthenticatedUser("bob", nil), nil
+	case "Bearer carol":
+		return nil, a2a.NewError(a2a.ErrUnauthorized, "carol may not use this agent")
+	case "":
+		return nil, a2a.NewError(a2a.ErrUnauthenticated, "credentials required")
+	}
+	return nil, errors.New("unknown token")
+}
+
+// bearer is an a2aclient option sending Authorization: Bearer name.
+func bearer(name string) a2aclient.FactoryOption {
+	return withParams("Authorization", "Bearer "+name)
+}
+
+// On JSON-RPC, HTTP+JSON and gRPC alike: no credentials is UNAUTHENTICATED, a refused
+// principal UNAUTHORIZED, and a principal sees only its own tasks.
+func TestAuthenticateEveryBinding(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{engine: true, opts: &Options{Authenticate: tokenAuth}, gopts: &GRPCOptions{Authenticate: tokenAuth}})
+	for _, proto := range transports {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			anon := ts.client(t, proto)
+			if _, err := anon.GetTask(ctx, &a2a.GetTaskRequest{ID: "x"}); !isAuthError(proto, err, a2a.ErrUnauthenticated, "401") {
+				t.Errorf("no credentials: %v, want ErrUnauthenticated", err)
+			}
+			carol := ts.client(t, proto, bearer("carol"))
+			if _, err := carol.GetTask(ctx, &a2a.GetTaskRequest{ID: "x"}); !isAuthError(proto, err, a2a.ErrUnauthorized, "403") {
+				t.Errorf("refused principal: %v, want ErrUnauthorized", err)
+			}
+			alice := ts.client(t, proto, bearer("alice"))
+			res, err := alice.SendMessage(ctx, userMessage("mine"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := res.(*a2a.Task).ID
+			if _, err := alice.GetTask(ctx, &a2a.GetTaskRequest{ID: id}); err != nil {
+				t.Errorf("owner GetTask: %v", err)
+			}
+			bob := ts.client(t, proto, bearer("bob"))
+			if _, err := bob.GetTask(ctx, &a2a.GetTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Errorf("other principal GetTask: %v, want ErrTaskNotFound", err)
+			}
+			list, err := bob.ListTasks(ctx, &a2a.ListTasksRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range list.Tasks {
+				if task.ID == id {
+					t.Errorf("bob lists alice's task %s", id)
+				}
+			}
+		})
+	}
+}
+
+// isAuthError reports whether err is the sentinel. a2a-go's JSON-RPC client does not read the
+// JSON-RPC error of a 401/403 response (TestAuthenticateHTTPStatus checks the body): it
+// reports the HTTP status.
+func isAuthError(proto a2a.TransportProtocol, err, sentinel error, status string) bool {
+	if proto == a2a.TransportProtocolJSONRPC && err != nil && strings.Contains(err.Error(), "HTTP status: "+status) {
+		return true
+	}
+	return errors.Is(err, sentinel)
+}
+
+func TestAuthenticateHTTPStatus(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{engine: true, opts: &Options{Authenticate: tokenAuth}})
+	r := do(t, "POST", ts.baseURL+DefaultJSONRPCPath, jsonrpcBody("GetTask", map[string]any{"id": "x"}))
+	if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" || jsonrpcError(t, r).Reason != "UNAUTHENTICATED" {
+		t.Errorf("JSON-RPC without credentials: HTTP %d %q %s", r.status, r.header.Get("WWW-Authenticate"), r.body)
+	}
+	r = do(t, "GET", ts.baseURL+DefaultRESTPath+"/tasks/x", nil, "Authorization", "Bearer carol")
+	if r.status != http.StatusForbidden || restError(t, r).Reason != "UNAUTHORIZED" {
+		t.Errorf("REST refused principal: HTTP %d %s", r.status, r.body)
+	}
+	// The public card needs no credentials.
+	if r := do(t, "GET", ts.baseURL+WellKnownCardPath, nil); r.status != http.StatusOK {
+		t.Errorf("card without credentials: HTTP %d", r.status)
+	}
+}
