@@ -104,8 +104,8 @@ func parseServe(args []string) (serveConfig, error) {
 
 Runs an A2A server. Clients find it through its agent card:
   http://ADDR/.well-known/agent-card.json
-which lists the JSON-RPC (/a2a/jsonrpc), HTTP+JSON (/a2a/rest) and, with -grpc-addr, gRPC
-interfaces. Tasks survive restarts: they are kept in the -db store. It speaks A2A 1.0, and
+which lists the Cap'n Web (/a2a/capnweb: WebSocket and HTTP batch), JSON-RPC (/a2a/jsonrpc),
+HTTP+JSON (/a2a/rest) and, with -grpc-addr, gRPC interfaces. Tasks survive restarts: they are kept in the -db store. It speaks A2A 1.0, and
 with -serve-0.3 also A2A 0.3 to clients that declare it.
 
 Flags (each can also be set by the environment variable shown):
@@ -180,7 +180,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gs := binding.NewGRPCServer(eng, &binding.GRPCOptions{Serve03: c.serve03})
+		gs := binding.NewGRPCServer(eng, &binding.GRPCOptions{Card: card, Serve03: c.serve03})
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
