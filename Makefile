@@ -1,8 +1,9 @@
 # a2aWebCap — developer entry points. `make help` lists them.
 GO      ?= go
 FUZZTIME ?= 20s
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: help test lint unit interop fuzz bench npm
+.PHONY: help test lint unit interop fuzz bench npm chromium
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -18,11 +19,17 @@ npm: ## install the pinned Node interop peers (capnweb, ws) from interop/package
 	@if command -v npm >/dev/null 2>&1; then cd interop && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: interop tests will skip"; fi
 
+chromium: ## install Debian's Chromium for the browser test (web/) when missing; apt-get, as root (CI does this)
+	@if [ -x $(CHROMIUM) ]; then echo "$(CHROMIUM) is installed"; else \
+	echo "installing chromium with apt-get"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; fi
+
 unit: ## go test -race ./... (interop tests included when node is present)
 	$(GO) test -race -count=1 ./...
 
-interop: npm ## only the interop tests against the real npm peers, verbose
+interop: npm ## only the interop tests against the real npm peers and the browser test, verbose
 	$(GO) test -race -count=1 -v -run Interop ./interop/...
+	$(GO) test -race -count=1 -v ./web/...
 
 fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./capnweb

@@ -564,7 +564,8 @@ func (h *taskHandle) taskID(ctx context.Context) (a2a.TaskID, error) {
 	}
 }
 
-func (h *taskHandle) RPCProperties() []string { return []string{"ID"} }
+// RPCProperties names, as the peer spells them, the methods served as properties.
+func (h *taskHandle) RPCProperties() []string { return []string{"id"} }
 
 // ID is the task's ID (a property).
 func (h *taskHandle) ID(ctx context.Context) (string, error) {

@@ -146,6 +146,9 @@ func TestCapnwebBinding(t *testing.T) {
 		if err := awaitInto(ctx, handle.Call("get"), &task); err != nil || task.Status.State != a2a.TaskStateCompleted {
 			t.Errorf("handle.get() = %+v, %v", task.Status, err)
 		}
+		if id, err := handle.Get("id").Await(ctx); err != nil || id != string(task.ID) {
+			t.Errorf("handle.id = %v, %v; want %s", id, err, task.ID)
+		}
 	})
 
 	t.Run("TaskHandleCancel", func(t *testing.T) {

@@ -1,20 +1,17 @@
 // Package a2ainterop checks the A2A bindings (package binding) against the
-// official JavaScript SDK, npm @a2a-js/sdk@1.3.0, installed in
-// interop/node_modules by `cd interop && npm ci` (make npm).
+// stock Node peers installed in interop/node_modules by `cd interop && npm ci`
+// (make npm): JSON-RPC and HTTP+JSON against the official JavaScript SDK, npm
+// @a2a-js/sdk@1.3.0, and the capnweb binding against npm capnweb@0.12.0.
 package a2ainterop
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"iter"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,25 +22,6 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/binding"
 )
-
-// needNode returns the node binary; it skips (or, with CI set, fails) when
-// Node or the pinned SDK is missing.
-func needNode(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		if _, err = os.Stat(filepath.Join("..", "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-			err = fmt.Errorf("interop/node_modules/@a2a-js/sdk is missing: run `cd interop && npm ci` (make npm)")
-		}
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("A2A interop test needs Node and @a2a-js/sdk in CI: %v", err)
-		}
-		t.Skipf("skipping A2A interop test: %v", err)
-	}
-	return node
-}
 
 // echo is the agent the Node script expects (see a2a_client.mjs).
 type echo struct{}
@@ -119,48 +97,17 @@ func startServer(t *testing.T) string {
 	return "http://" + lis.Addr().String()
 }
 
-type stepLine struct {
-	Binding string `json:"binding"`
-	Step    string `json:"step"`
-	OK      bool   `json:"ok"`
-	Error   string `json:"error"`
-}
-
 // TestInteropA2AJSClient runs the @a2a-js/sdk client script over JSON-RPC
 // and HTTP+JSON against NewHTTPHandler.
 func TestInteropA2AJSClient(t *testing.T) {
-	node := needNode(t)
+	node := needNode(t, "@a2a-js/sdk")
 	url := startServer(t)
 	wantSteps := []string{"card", "send", "stream", "get", "list", "cancel", "subscribe", "version"}
 
 	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
 		t.Run(b, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, node, "a2a_client.mjs", url, b).CombinedOutput()
-			t.Logf("node a2a_client.mjs %s %s:\n%s", url, b, out)
-
-			var got []string
-			for _, line := range strings.Split(string(out), "\n") {
-				var s stepLine
-				if json.Unmarshal([]byte(line), &s) != nil || s.Step == "" {
-					continue
-				}
-				if !s.OK {
-					t.Errorf("%s %s: %s", b, s.Step, s.Error)
-				}
-				got = append(got, s.Step)
-			}
-			if err != nil {
-				t.Errorf("node exited: %v", err)
-			}
-			if strings.Join(got, ",") != strings.Join(wantSteps, ",") {
-				t.Errorf("steps run: %v, want %v", got, wantSteps)
-			}
-			if !strings.Contains(string(out), fmt.Sprintf("%d passed, 0 failed", len(wantSteps))) {
-				t.Errorf("summary line missing or reports failures")
-			}
+			runSteps(t, node, wantSteps, "a2a_client.mjs", url, b)
 		})
 	}
 }
@@ -172,7 +119,7 @@ func TestInteropA2AJSClient(t *testing.T) {
 // NewHTTPHandler the same request is an HTTP 404 the SDK raises as
 // RestTaskNotFoundError.
 func TestInteropA2AJSUpstreamStreamError(t *testing.T) {
-	node := needNode(t)
+	node := needNode(t, "@a2a-js/sdk")
 	bare := httptest.NewServer(http.StripPrefix("/a2a/rest", a2asrv.NewRESTHandler(a2asrv.NewHandler(echo{}))))
 	t.Cleanup(bare.Close)
 	ours := startServer(t)

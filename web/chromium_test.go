@@ -1,0 +1,243 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// need returns path if it exists; otherwise it skips the test, or fails it when CI is set
+// (CI installs what the test needs: see .ci/run and the Makefile).
+func need(t *testing.T, path, hint string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("browser test needs %s in CI: %v", path, err)
+		}
+		t.Skipf("skipping browser test: %s is missing (%s)", path, hint)
+	}
+	return path
+}
+
+// browser is headless Chromium driven through the DevTools protocol over a pipe
+// (--remote-debugging-pipe: commands on its fd 3, replies on its fd 4, each message JSON ended
+// by a NUL byte). Chromium's --dump-dom cannot be used: its virtual time does not wait for
+// WebSocket traffic, so it dumps the page before the stream arrives.
+type browser struct {
+	cmd    *exec.Cmd
+	w      io.WriteCloser
+	r      *bufio.Reader
+	stderr string // the file Chromium writes its log to
+	next   int
+	log    []string // the page's console messages and uncaught exceptions
+}
+
+// startBrowser starts Chromium; it is closed when the test ends, and killed if it runs for
+// more than two minutes.
+func startBrowser(t *testing.T, chromium string) *browser {
+	t.Helper()
+	dir := t.TempDir()
+	cmdR, cmdW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resR, resW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := os.Create(filepath.Join(dir, "chromium.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	b := &browser{w: cmdW, r: bufio.NewReader(resR), stderr: stderr.Name()}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// As root (CI, containers) Chromium runs only without its sandbox. The flags after it keep
+	// Chromium off the network: this machine has none but the loopback.
+	b.cmd = exec.CommandContext(ctx, chromium,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--remote-debugging-pipe", "about:blank")
+	b.cmd.ExtraFiles = []*os.File{cmdR, resW} // fds 3 and 4
+	b.cmd.Stderr = stderr
+	if err := b.cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	_ = cmdR.Close()
+	_ = resW.Close()
+	t.Cleanup(func() {
+		// Browser.close ends Chromium cleanly; if it has not ended 10 s later, it is killed.
+		_ = b.send("", "Browser.close", nil)
+		_ = cmdW.Close()
+		timer := time.AfterFunc(10*time.Second, cancel)
+		_ = b.cmd.Wait()
+		timer.Stop()
+		cancel()
+		_ = resR.Close()
+	})
+	return b
+}
+
+// chromiumLog returns the end of Chromium's own log, for error messages.
+func (b *browser) chromiumLog() string {
+	data, _ := os.ReadFile(b.stderr)
+	if len(data) > 4000 {
+		data = data[len(data)-4000:]
+	}
+	return string(data)
+}
+
+func (b *browser) send(session, method string, params any) error {
+	b.next++
+	msg := map[string]any{"id": b.next, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if session != "" {
+		msg["sessionId"] = session
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	_, err = b.w.Write(append(data, 0))
+	return err
+}
+
+// call sends a command and decodes its result into result (nil: ignore it). Events that arrive
+// meanwhile are logged when they are the page's console output or exceptions.
+func (b *browser) call(session, method string, params, result any) error {
+	if err := b.send(session, method, params); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	id := b.next
+	for {
+		frame, err := b.r.ReadBytes(0)
+		if err != nil {
+			return fmt.Errorf("%s: reading Chromium's reply: %w\nChromium's log:\n%s", method, err, b.chromiumLog())
+		}
+		var msg struct {
+			ID     int
+			Method string
+			Params json.RawMessage
+			Result json.RawMessage
+			Error  *struct{ Message string }
+		}
+		if err := json.Unmarshal(frame[:len(frame)-1], &msg); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		if msg.Method != "" {
+			b.event(msg.Method, msg.Params)
+			continue
+		}
+		if msg.ID != id {
+			continue
+		}
+		if msg.Error != nil {
+			return fmt.Errorf("%s: %s", method, msg.Error.Message)
+		}
+		if result == nil {
+			return nil
+		}
+		return json.Unmarshal(msg.Result, result)
+	}
+}
+
+func (b *browser) event(method string, params json.RawMessage) {
+	switch method {
+	case "Runtime.consoleAPICalled":
+		var p struct {
+			Type string
+			Args []struct {
+				Value       any
+				Description string
+			}
+		}
+		_ = json.Unmarshal(params, &p)
+		var parts []string
+		for _, a := range p.Args {
+			if a.Description != "" {
+				parts = append(parts, a.Description)
+			} else {
+				parts = append(parts, fmt.Sprint(a.Value))
+			}
+		}
+		b.log = append(b.log, "console."+p.Type+": "+strings.Join(parts, " "))
+	case "Runtime.exceptionThrown":
+		var p struct {
+			ExceptionDetails struct {
+				Text      string
+				Exception struct{ Description string }
+			}
+		}
+		_ = json.Unmarshal(params, &p)
+		b.log = append(b.log, "exception: "+p.ExceptionDetails.Text+" "+p.ExceptionDetails.Exception.Description)
+	}
+}
+
+// page is one tab.
+type page struct {
+	b       *browser
+	session string
+}
+
+// open opens url in a new tab.
+func (b *browser) open(url string) (*page, error) {
+	var target struct{ TargetID string }
+	if err := b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		return nil, err
+	}
+	var attached struct{ SessionID string }
+	if err := b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
+		return nil, err
+	}
+	p := &page{b: b, session: attached.SessionID}
+	if err := b.call(p.session, "Runtime.enable", nil, nil); err != nil {
+		return nil, err
+	}
+	return p, b.call(p.session, "Page.navigate", map[string]any{"url": url}, nil)
+}
+
+// eval evaluates a JavaScript expression in the page and returns its value as a string.
+func (p *page) eval(expr string) (string, error) {
+	var res struct {
+		Result           struct{ Value any }
+		ExceptionDetails *struct{ Text string }
+	}
+	err := p.b.call(p.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &res)
+	if err != nil {
+		return "", err
+	}
+	if res.ExceptionDetails != nil {
+		return "", errors.New(res.ExceptionDetails.Text)
+	}
+	s, _ := res.Result.Value.(string)
+	return s, nil
+}
+
+// waitFor polls expr, every 50 ms, until it is the string "true" or ctx ends.
+func (p *page) waitFor(ctx context.Context, expr string) error {
+	for {
+		v, err := p.eval(expr)
+		if err == nil && v == "true" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %q, %v)", expr, context.Cause(ctx), v, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
