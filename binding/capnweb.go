@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
 // The capnweb binding: A2A over Cap'n Web (docs/capnweb-binding.md). Each connection (a
@@ -464,7 +465,7 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 				last = seq
 			}
 			progressed = true
-			if st, ok := stateOf(ev); ok && st.Terminal() {
+			if st, ok := wire.StateOf(ev); ok && st.Terminal() {
 				terminal = true
 			}
 			w, err := toWire(a2a.StreamResponse{Event: ev})
@@ -504,16 +505,6 @@ func seqOf(ev a2a.Event) (int64, bool) {
 		return int64(v), true
 	}
 	return 0, false
-}
-
-func stateOf(ev a2a.Event) (a2a.TaskState, bool) {
-	switch x := ev.(type) {
-	case *a2a.Task:
-		return x.Status.State, true
-	case *a2a.TaskStatusUpdateEvent:
-		return x.Status.State, true
-	}
-	return "", false
 }
 
 // pushSubscription is the capability subscribeToPushNotifications returns.

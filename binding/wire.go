@@ -1,52 +1,30 @@
 package binding
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
-// Conversions between A2A types and capnweb values. A2A values travel as their ProtoJSON
-// objects (what a2a-go's JSON encoding produces), so the capnweb binding carries exactly the
-// params and results of the JSON-RPC binding.
+// Conversions between A2A types and capnweb values, and the error code table, are shared
+// with the client through internal/wire.
 
 // toWire converts an A2A value to the plain JSON value capnweb sends.
-func toWire(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
+func toWire(v any) (any, error) { return wire.Encode(v) }
 
 // fromWire decodes a received capnweb value into an A2A request. Values JSON cannot hold are
-// converted where ProtoJSON has a form for them (bytes, dates) and refused otherwise.
+// converted where ProtoJSON has a form for them (bytes, dates) and refused otherwise. A missing
+// request is an empty one.
 func fromWire(v any, dst any) error {
-	plain, err := plainJSON(v, 0)
-	if err != nil {
-		return invalidParams(err.Error())
+	if v == nil || v == capnweb.Undefined {
+		v = map[string]any{}
 	}
-	if plain == nil {
-		plain = map[string]any{}
-	}
-	b, err := json.Marshal(plain)
-	if err != nil {
-		return invalidParams(err.Error())
-	}
-	if err := json.Unmarshal(b, dst); err != nil {
+	if err := wire.Decode(v, dst); err != nil {
 		return invalidParams(err.Error())
 	}
 	return nil
@@ -54,68 +32,6 @@ func fromWire(v any, dst any) error {
 
 func invalidParams(msg string) error {
 	return a2a.NewError(a2a.ErrInvalidParams, "invalid params: "+msg)
-}
-
-// plainJSON returns v as a tree of JSON values: undefined members are dropped, bytes become
-// base64 strings and dates RFC 3339 strings. capnweb's own limits already bound the depth.
-func plainJSON(v any, depth int) (any, error) {
-	switch x := v.(type) {
-	case nil, bool, string:
-		return x, nil
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return nil, fmt.Errorf("%v is not a JSON number", x)
-		}
-		return x, nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if e == capnweb.Undefined {
-				continue
-			}
-			p, err := plainJSON(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = p
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			if e == capnweb.Undefined {
-				continue // null, as JSON.stringify writes it
-			}
-			p, err := plainJSON(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = p
-		}
-		return out, nil
-	case []byte:
-		return base64.StdEncoding.EncodeToString(x), nil
-	case capnweb.TypedBytes:
-		return base64.StdEncoding.EncodeToString(x.Data), nil
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano), nil
-	}
-	if v == capnweb.Undefined {
-		return nil, nil
-	}
-	return nil, fmt.Errorf("a %s cannot appear in an A2A request", typeName(v))
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case *capnweb.Stub:
-		return "capability"
-	case *capnweb.ReadableStream, *capnweb.WritableStream:
-		return "stream"
-	case *capnweb.Error:
-		return "error"
-	}
-	return strings.TrimPrefix(fmt.Sprintf("%T", v), "*")
 }
 
 // serviceParams reads the optional per-call service parameters: an object mapping names to
@@ -151,30 +67,6 @@ func serviceParams(v any) (http.Header, error) {
 	return h, nil
 }
 
-// JSON-RPC codes of the A2A error table (spec §5.4, §9.5), shared by the capnweb binding.
-var jsonrpcCodes = []struct {
-	err  error
-	code int
-}{
-	{a2a.ErrTaskNotFound, -32001},
-	{a2a.ErrTaskNotCancelable, -32002},
-	{a2a.ErrPushNotificationNotSupported, -32003},
-	{a2a.ErrUnsupportedOperation, -32004},
-	{a2a.ErrUnsupportedContentType, -32005},
-	{a2a.ErrInvalidAgentResponse, -32006},
-	{a2a.ErrExtendedCardNotConfigured, -32007},
-	{a2a.ErrExtensionSupportRequired, -32008},
-	{a2a.ErrVersionNotSupported, -32009},
-	{a2a.ErrParseError, -32700},
-	{a2a.ErrInvalidRequest, -32600},
-	{a2a.ErrMethodNotFound, -32601},
-	{a2a.ErrInvalidParams, -32602},
-	{a2a.ErrInternalError, -32603},
-	{a2a.ErrServerError, -32000},
-	{a2a.ErrUnauthenticated, -31401},
-	{a2a.ErrUnauthorized, -31403},
-}
-
 // capnwebError converts an error of the RequestHandler (or of the binding's checks) into the
 // capnweb error the client sees: message, and the A2A code, reason and details as properties.
 // Errors outside the A2A table are internal errors and do not show their text.
@@ -190,13 +82,7 @@ func capnwebError(err error) *capnweb.Error {
 			WithProp("reason", re.reason).
 			WithProp("details", []any{errorInfoJSON(re.reason, re.meta)})
 	}
-	code := 0
-	for _, e := range jsonrpcCodes {
-		if errors.Is(err, e.err) {
-			code = e.code
-			break
-		}
-	}
+	code := wire.CodeOf(err)
 	if code == 0 {
 		return capnweb.NewError("Error", "internal error").
 			WithProp("code", -32603).
