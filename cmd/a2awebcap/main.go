@@ -41,6 +41,8 @@ const usage = `a2awebcap — a server, library and CLI for A2A agents, with a Ca
 Usage:
   a2awebcap serve [flags]    run an A2A server (see "a2awebcap serve -h")
 
+` + verbsUsage + `
+
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
 the built-in agent (send it "help"). The agent card is at /.well-known/agent-card.json.
 `
@@ -54,6 +56,11 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "card", "send", "stream", "get", "list", "cancel", "subscribe":
+		err = verbError(runVerb(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -49,7 +49,7 @@ func waitUp(t *testing.T, addr string) {
 	t.Fatalf("server at %s did not come up", addr)
 }
 
-func client(t *testing.T, addr string) *a2aclient.Client {
+func sdkClient(t *testing.T, addr string) *a2aclient.Client {
 	t.Helper()
 	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), "http://"+addr)
 	if err != nil {
@@ -85,7 +85,7 @@ func TestServe(t *testing.T) {
 		return cancel, done
 	}
 	stop, done := start()
-	c := client(t, addr)
+	c := sdkClient(t, addr)
 	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo persistence"))})
 	if err != nil {
 		t.Fatalf("SendMessage(echo) error = %v", err)
@@ -119,7 +119,7 @@ func TestServe(t *testing.T) {
 	// Restart on the same file: the task is still there.
 	stop, done = start()
 	defer func() { stop(); <-done }()
-	c = client(t, addr)
+	c = sdkClient(t, addr)
 	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
 	if err != nil {
 		t.Fatalf("GetTask after restart error = %v", err)
@@ -214,7 +214,7 @@ func TestCrashRecovery(t *testing.T) {
 		return cmd
 	}
 	p := startProc()
-	c := client(t, addr)
+	c := sdkClient(t, addr)
 	// A long task, streamed: read a few progress events, then kill the server.
 	ctx, cancel := context.WithCancel(t.Context())
 	var taskID a2a.TaskID
@@ -249,7 +249,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	p = startProc()
 	defer func() { p.Process.Signal(syscall.SIGTERM); p.Wait() }()
-	c = client(t, addr)
+	c = sdkClient(t, addr)
 	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: taskID})
 	if err != nil {
 		t.Fatalf("GetTask after the kill error = %v", err)

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// startServe runs serve's server (memory store, built-in agent) for the test and returns its
+// base URL.
+func startServe(t *testing.T) string {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, serveConfig{addr: addr, db: "memory", agent: "builtin", drain: time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUp(t, addr)
+	return "http://" + addr
+}
+
+func verb(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := runVerb(args[0], args[1:], &out, io.Discard)
+	return out.String(), err
+}
+
+// Every verb over every binding the server offers (gRPC is covered by the client package).
+func TestVerbs(t *testing.T) {
+	url := startServe(t)
+	for _, b := range []string{"auto", "capnweb", "capnweb-batch", "jsonrpc", "rest"} {
+		t.Run(b, func(t *testing.T) {
+			out, err := verb(t, "send", url, "--binding", b, "echo", "hello", "there")
+			if err != nil || strings.TrimSpace(out) != "agent: hello there" {
+				t.Errorf("send: %q, %v", out, err)
+			}
+			if b != "capnweb-batch" { // HTTP batch cannot stream: the client polls, without events
+				out, err = verb(t, "stream", url, "wait", "1", "-binding", b)
+				if err != nil || !strings.Contains(out, "status working: 1/1 seconds elapsed.") || !strings.HasSuffix(strings.TrimSpace(out), "status completed: Done: waited 1 second.") {
+					t.Errorf("stream: %q, %v", out, err)
+				}
+			}
+			out, err = verb(t, "send", url, "-binding", b, "-no-wait", "-o", "json", "wait", "30")
+			if err != nil {
+				t.Fatalf("send -no-wait: %v", err)
+			}
+			var sent a2a.StreamResponse
+			if err := json.Unmarshal([]byte(out), &sent); err != nil {
+				t.Fatalf("send -o json printed %q: %v", out, err)
+			}
+			id := string(sent.Event.TaskInfo().TaskID)
+			if out, err := verb(t, "get", url, id, "-binding", b); err != nil || !strings.HasPrefix(out, "task "+id) {
+				t.Errorf("get: %q, %v", out, err)
+			}
+			out, err = verb(t, "list", url, "-binding", b, "-state", "working", "-o", "json")
+			var list a2a.ListTasksResponse
+			if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Tasks) == 0 {
+				t.Errorf("list: %q, %v", out, err)
+			}
+			if out, err := verb(t, "cancel", url, id, "-binding", b); err != nil || !strings.Contains(out, "canceled") {
+				t.Errorf("cancel: %q, %v", out, err)
+			}
+			if _, err := verb(t, "get", url, "no-such-task", "-binding", b); !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Errorf("get of an unknown task: %v, want TaskNotFound", err)
+			}
+			_, err = verb(t, "subscribe", url, id, "-binding", b)
+			if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+				t.Errorf("subscribe to a canceled task: %v, want UnsupportedOperation", err)
+			}
+		})
+	}
+}
+
+func TestVerbSubscribe(t *testing.T) {
+	url := startServe(t)
+	out, err := verb(t, "send", url, "-no-wait", "-o", "json", "wait", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent a2a.StreamResponse
+	if err := json.Unmarshal([]byte(out), &sent); err != nil {
+		t.Fatal(err)
+	}
+	out, err = verb(t, "subscribe", url, string(sent.Event.TaskInfo().TaskID))
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "status completed: Done: waited 2 seconds.") {
+		t.Errorf("subscribe: %q, %v", out, err)
+	}
+}
+
+func TestVerbUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"get", "http://x"},
+		{"send", "http://x"},
+		{"list", "http://x", "-o", "yaml"},
+		{"card", "http://x", "extra"},
+		{"send", "http://x", "-H", "no colon", "hi"},
+	} {
+		if _, err := verb(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+	if out, err := verb(t, "card", startServe(t)); err != nil || !strings.Contains(out, "urn:a2awebcap:capnweb:v1") {
+		t.Errorf("card: %q, %v", out, err)
+	}
+}
