@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -85,7 +86,7 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 // newMain builds the main object of one connection.
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
-	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body}
+	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body, batch: r.Method == http.MethodPost}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
 	}
@@ -132,7 +133,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	if err != nil {
 		return nil, err
 	}
-	return &agentSession{b: s.b, params: s.params, card: s.card, user: u}, nil
+	return &agentSession{b: s.b, params: s.params, card: s.card, batch: s.batch, user: u}, nil
 }
 
 // agentSession is an AgentSession: every A2A operation, as one principal.
@@ -143,6 +144,7 @@ type agentSession struct {
 	card    []byte
 	user    *a2asrv.User
 	authErr error // set when the connection did not authenticate: calls fail with it
+	batch   bool  // an HTTP batch: no live streams, no callbacks
 }
 
 // call returns the context of one call: a CallContext with the merged service parameters and
@@ -315,6 +317,12 @@ func splitObserver(observer, params any) (*capnweb.Stub, any) {
 // SendMessageResponse; or, without an observer, returns {stream, handle} once the first event
 // is there, so that errors a stream opens with (task not found, a finished task) fail the call.
 func (s *agentSession) deliver(ctx, cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error], obs *capnweb.Stub, h *taskHandle) (any, error) {
+	if s.batch {
+		if obs != nil {
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "an HTTP batch cannot call an observer back: stream over a WebSocket, or without an observer")
+		}
+		return s.collect(cctx, open)
+	}
 	if obs == nil {
 		return s.readable(cctx, open, h)
 	}
@@ -349,16 +357,61 @@ func (s *agentSession) deliver(ctx, cctx context.Context, open func(context.Cont
 	return toWire(a2a.StreamResponse{Event: task})
 }
 
+// Long polling for streams in an HTTP batch (see collect).
+const (
+	// BatchStreamWindow bounds how long a streaming call in an HTTP batch waits for events.
+	BatchStreamWindow = 20 * time.Second
+	// batchLinger is how long it waits for more events once it has some.
+	batchLinger = 50 * time.Millisecond
+)
+
+// collect answers a streaming call in an HTTP batch, which cannot carry a live stream: it
+// gathers the stream's events until the stream ends, or until events stop coming for a moment
+// (batchLinger) once there are some, or BatchStreamWindow passes, and returns {events, done}.
+// A client that gets done: false continues with subscribeToTask and Last-Event-ID set to the
+// last event's sequence number (long polling).
+func (s *agentSession) collect(cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error]) (any, error) {
+	items, cancel := pumpEvents(cctx, open)
+	defer cancel()
+	window := time.NewTimer(BatchStreamWindow)
+	defer window.Stop()
+	var linger <-chan time.Time
+	events := []any{}
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				return map[string]any{"events": events, "done": true}, nil
+			}
+			if it.err != nil {
+				return nil, it.err
+			}
+			w, err := toWire(a2a.StreamResponse{Event: it.ev})
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, w)
+			linger = time.After(batchLinger)
+		case <-linger:
+			return map[string]any{"events": events, "done": false}, nil
+		case <-window.C:
+			return map[string]any{"events": events, "done": false}, nil
+		case <-cctx.Done():
+			return nil, context.Cause(cctx)
+		}
+	}
+}
+
 type streamItem struct {
 	ev  a2a.Event
 	err error
 }
 
-// readable runs the stream in a goroutine that hands each event to the ReadableStream's reader,
-// one at a time: a reader that does not read holds the stream back. Canceling the stream, or
-// the session ending, stops it.
-func (s *agentSession) readable(cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error], h *taskHandle) (any, error) {
-	sctx, cancel := context.WithCancel(cctx)
+// pumpEvents runs a stream in a goroutine that hands each event over the returned channel, one
+// at a time: a reader that does not read holds the stream back. cancel (or ctx ending) stops
+// it; the channel is closed when the stream is over.
+func pumpEvents(ctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error]) (<-chan streamItem, context.CancelFunc) {
+	sctx, cancel := context.WithCancel(ctx)
 	items := make(chan streamItem)
 	go func() {
 		defer close(items)
@@ -373,6 +426,14 @@ func (s *agentSession) readable(cctx context.Context, open func(context.Context)
 			}
 		}
 	}()
+	return items, cancel
+}
+
+// readable runs the stream in a goroutine that hands each event to the ReadableStream's reader,
+// one at a time: a reader that does not read holds the stream back. Canceling the stream, or
+// the session ending, stops it.
+func (s *agentSession) readable(cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error], h *taskHandle) (any, error) {
+	items, cancel := pumpEvents(cctx, open)
 	first, ok := <-items
 	if first.err != nil {
 		cancel()

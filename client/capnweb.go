@@ -45,8 +45,7 @@ var (
 
 // Defaults of CapnwebOptions.
 const (
-	DefaultReconnect    = 30 * time.Second
-	DefaultPollInterval = 500 * time.Millisecond
+	DefaultReconnect = 30 * time.Second
 )
 
 // Reconnection backoff: the first redial waits minBackoff, each next one twice as long, up to
@@ -59,7 +58,7 @@ const (
 // CapnwebOptions configure the capnweb transport. Nil means every default.
 type CapnwebOptions struct {
 	// Batch sends every call as one HTTP batch (a POST) instead of over a WebSocket. A batch
-	// cannot carry a stream: streams then poll (see the package documentation).
+	// cannot carry a live stream: streams then long-poll (see the package documentation).
 	// Zero: one WebSocket for everything.
 	Batch bool
 	// Header is sent with the WebSocket upgrade and with every batch POST, for example
@@ -72,9 +71,6 @@ type CapnwebOptions struct {
 	// The caller's context bounds it too. Zero: DefaultReconnect (30 s). Negative: streams fail
 	// at the first drop.
 	Reconnect time.Duration
-	// PollInterval is how often a stream over HTTP batch reads the task.
-	// Zero: DefaultPollInterval (500 ms).
-	PollInterval time.Duration
 	// Session configures the capnweb sessions (limits, logger). Zero: capnweb's defaults.
 	Session capnweb.Options
 }
@@ -119,9 +115,6 @@ func newCapnwebTransport(ctx context.Context, rawURL string, opts *CapnwebOption
 	}
 	if t.opts.Reconnect == 0 {
 		t.opts.Reconnect = DefaultReconnect
-	}
-	if t.opts.PollInterval <= 0 {
-		t.opts.PollInterval = DefaultPollInterval
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -258,6 +251,12 @@ func (t *capnwebTransport) invoke(ctx context.Context, method string, args ...an
 		if t.isClosed() {
 			return nil, ErrClosed
 		}
+		// Destroy ends a batch in flight (a streaming call may wait for events a while).
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(t.life, func() { cancel(ErrClosed) })
+		defer stop()
 		s = capnweb.NewBatchSession(t.httpURL, nil, &t.dial)
 		defer s.Close()
 	} else {
@@ -386,7 +385,7 @@ func (t *capnwebTransport) GetExtendedAgentCard(ctx context.Context, params a2ac
 // dropped connection once the task is known.
 func (t *capnwebTransport) SendStreamingMessage(ctx context.Context, params a2aclient.ServiceParams, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	if t.opts.Batch {
-		return t.pollSend(ctx, params, req)
+		return t.batchStream(ctx, params, "sendStreamingMessage", req, "", req.Tenant)
 	}
 	return t.stream(ctx, params, "sendStreamingMessage", req, "", req.Tenant)
 }
@@ -395,7 +394,7 @@ func (t *capnwebTransport) SendStreamingMessage(ctx context.Context, params a2ac
 // connection.
 func (t *capnwebTransport) SubscribeToTask(ctx context.Context, params a2aclient.ServiceParams, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	if t.opts.Batch {
-		return t.pollSubscribe(ctx, params, req)
+		return t.batchStream(ctx, params, "subscribeToTask", req, req.ID, req.Tenant)
 	}
 	return t.stream(ctx, params, "subscribeToTask", req, req.ID, req.Tenant)
 }

@@ -72,7 +72,7 @@ type Options struct {
 	// Client's own, without an overall timeout (a timeout would cut long streams; calls are
 	// bounded by their contexts), whose idle connections Destroy closes.
 	HTTPClient *http.Client
-	// Capnweb tunes the capnweb transport (reconnection, polling, limits). Its Batch, Header
+	// Capnweb tunes the capnweb transport (reconnection, limits). Its Batch, Header
 	// and HTTPClient are set from the fields above. Nil: defaults.
 	Capnweb *CapnwebOptions
 	// GRPCDialOptions are appended to the client's own gRPC dial options: TLS credentials, or

@@ -23,7 +23,7 @@ func TestDestroy(t *testing.T) {
 			srv := a2atest.Start(t, nil)
 			before := settledGoroutines(t, -1)
 
-			c, err := client.New(t.Context(), srv.URL, &client.Options{Binding: b, Capnweb: fastPoll})
+			c, err := client.New(t.Context(), srv.URL, &client.Options{Binding: b})
 			if err != nil {
 				t.Fatalf("client.New() = %v", err)
 			}

@@ -49,9 +49,10 @@
 // same reason; the next call redials.
 //
 // Over HTTP batch (CapnwebOptions.Batch), each call is one POST and nothing stays open. A batch
-// cannot carry a stream, so SendStreamingMessage sends the message with returnImmediately and
-// SubscribeToTask reads the task, then both poll GetTask and yield the Task each time it
-// changes, until it is finished or interrupted.
+// cannot carry a live stream: the server answers a streaming call with the events of up to its
+// batch window (20 s), and while the stream is not over the transport asks for the rest with
+// SubscribeToTask and Last-Event-ID (long polling). The caller sees the same events, in the same
+// order, as over a WebSocket, only in bursts.
 //
 // Destroy closes the connection; streams still open end with ErrClosed.
 package client

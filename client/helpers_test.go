@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -16,8 +15,6 @@ var allBindings = []client.Binding{
 	client.BindingJSONRPC, client.BindingREST, client.BindingGRPC,
 }
 
-// fastPoll makes streams over HTTP batch poll often enough for tests.
-var fastPoll = &client.CapnwebOptions{PollInterval: 10 * time.Millisecond}
 
 // connect returns a client of srv over binding b (zero: the client's choice), destroyed by
 // t.Cleanup.
@@ -28,9 +25,6 @@ func connect(t *testing.T, srv *a2atest.Server, b client.Binding, opts *client.O
 		o = *opts
 	}
 	o.Binding = b
-	if o.Capnweb == nil {
-		o.Capnweb = fastPoll
-	}
 	c, err := client.New(t.Context(), srv.URL, &o)
 	if err != nil {
 		t.Fatalf("client.New(%s, %q) = %v", srv.URL, b, err)

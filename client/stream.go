@@ -1,9 +1,7 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -187,36 +185,56 @@ func (t *capnwebTransport) pump(ctx context.Context, s *capnweb.Session, method 
 			yield(nil, fmt.Errorf("client: %s sent an invalid event: %w", method, err))
 			return true, nil
 		}
-		ev := sr.Event
-		seq, numbered := seqOf(ev)
-		if numbered && seq <= st.last {
-			continue // delivered already
-		}
-		opening := st.delivered == 0 && !st.resumed
-		if st.id == "" {
-			st.id = ev.TaskInfo().TaskID
-		}
-		if !yield(ev, nil) {
+		switch st.take(sr.Event, yield) {
+		case stopped:
 			rs.Cancel(errStopped)
 			return true, nil
-		}
-		st.delivered++
-		if numbered {
-			st.last = seq
-		} else {
-			st.unnumbered = true
-		}
-		if m, ok := ev.(*a2a.Message); ok && m.TaskID == "" {
-			rs.Cancel(nil) // a stream without a task carries one message
-			return true, nil
-		}
-		if state, ok := wire.StateOf(ev); ok && !opening && ends(state, st.interruptEnds) {
+		case over:
 			// The server ends the stream here too; not waiting for it means a drop now
 			// cannot make us resume a finished stream.
 			rs.Cancel(nil)
 			return true, nil
 		}
 	}
+}
+
+type outcome int
+
+const (
+	goesOn  outcome = iota
+	over            // the stream ended with this event, by the A2A rules
+	stopped         // the consumer stopped iterating
+)
+
+// take delivers ev unless it was delivered already, and says whether the stream goes on.
+func (st *streamState) take(ev a2a.Event, yield func(a2a.Event, error) bool) outcome {
+	seq, numbered := seqOf(ev)
+	if numbered && seq <= st.last {
+		return goesOn // delivered already
+	}
+	opening := st.delivered == 0 && !st.resumed
+	if st.id == "" {
+		st.id = ev.TaskInfo().TaskID
+	}
+	if !yield(ev, nil) {
+		return stopped
+	}
+	st.delivered++
+	if numbered {
+		st.last = seq
+	} else {
+		st.unnumbered = true
+	}
+	if m, ok := ev.(*a2a.Message); ok && m.TaskID == "" {
+		return over // a stream without a task carries one message
+	}
+	// A Task snapshot in an interrupted state after the opening event is the one a follow-up
+	// message logs as it resumes the task: the stream goes on (as on the server).
+	_, snapshot := ev.(*a2a.Task)
+	if state, ok := wire.StateOf(ev); ok && !opening && ends(state, st.interruptEnds && !snapshot) {
+		return over
+	}
+	return goesOn
 }
 
 // ends reports whether a stream ends after an event that puts the task in state.
@@ -242,75 +260,60 @@ func (t *capnwebTransport) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Streams over HTTP batch. A batch is one request and one response, so the server cannot push
-// events through it: instead the transport polls the task and yields it each time it changes.
+// events through it: it answers a streaming call with the events gathered until the stream ended
+// or its window (binding.BatchStreamWindow) passed, as {events, done}. While not done, the
+// transport asks again with subscribeToTask and Last-Event-ID: long polling, with exactly the
+// events of a WebSocket stream.
 
-// pollSend sends the message with returnImmediately, then follows the task.
-func (t *capnwebTransport) pollSend(ctx context.Context, params a2aclient.ServiceParams, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+// batchStream runs a streaming method over HTTP batch.
+func (t *capnwebTransport) batchStream(ctx context.Context, params a2aclient.ServiceParams, method string, req any, id a2a.TaskID, tenant string) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		r := *req
-		var cfg a2a.SendMessageConfig
-		if req.Config != nil {
-			cfg = *req.Config
-		}
-		cfg.ReturnImmediately = true
-		r.Config = &cfg
-		res, err := t.SendMessage(ctx, params, &r)
+		request, err := wire.Encode(req)
 		if err != nil {
-			yield(nil, err)
+			yield(nil, fmt.Errorf("client: encoding the %s request: %w", method, err))
 			return
 		}
-		task, ok := res.(*a2a.Task)
-		if !ok {
-			yield(res, nil)
-			return
+		st := &streamState{id: id, tenant: tenant, last: -1, interruptEnds: true}
+		if n, ok := callerLastEventID(params); ok && method == "subscribeToTask" {
+			st.last, st.interruptEnds = n, false
 		}
-		// A follow-up message returns the task as it was asked for input: that state is not
-		// the new one yet.
-		followUp := req.Message != nil && req.Message.TaskID != ""
-		t.poll(ctx, params, task, r.Tenant, ends(task.Status.State, !followUp), yield)
-	}
-}
-
-// pollSubscribe reads the task, then follows it.
-func (t *capnwebTransport) pollSubscribe(ctx context.Context, params a2aclient.ServiceParams, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		task, err := t.GetTask(ctx, params, &a2a.GetTaskRequest{ID: req.ID, Tenant: req.Tenant})
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		if task.Status.State.Terminal() {
-			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: there is nothing to subscribe to", task.ID, task.Status.State)))
-			return
-		}
-		t.poll(ctx, params, task, req.Tenant, false, yield)
-	}
-}
-
-// poll yields task, then reads it every PollInterval and yields it when it changed, until a
-// state that ends the stream. done says the first task already ends it.
-func (t *capnwebTransport) poll(ctx context.Context, params a2aclient.ServiceParams, task *a2a.Task, tenant string, done bool, yield func(a2a.Event, error) bool) {
-	if !yield(task, nil) || done {
-		return
-	}
-	prev, _ := json.Marshal(task)
-	for {
-		if err := t.sleep(ctx, t.opts.PollInterval); err != nil {
-			yield(nil, err)
-			return
-		}
-		cur, err := t.GetTask(ctx, params, &a2a.GetTaskRequest{ID: task.ID, Tenant: tenant})
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		b, _ := json.Marshal(cur)
-		if bytes.Equal(b, prev) {
-			continue
-		}
-		prev = b
-		if !yield(cur, nil) || ends(cur.Status.State, true) {
-			return
+		p := params
+		for {
+			v, err := t.invoke(ctx, method, request, capnweb.Undefined, paramsValue(p))
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			m, _ := v.(map[string]any)
+			events, ok := m["events"].([]any)
+			if !ok {
+				yield(nil, fmt.Errorf("client: %s over HTTP batch returned no events", method))
+				return
+			}
+			for _, e := range events {
+				var sr a2a.StreamResponse
+				if err := wire.Decode(e, &sr); err != nil {
+					yield(nil, fmt.Errorf("client: %s sent an invalid event: %w", method, err))
+					return
+				}
+				if st.take(sr.Event, yield) != goesOn {
+					return
+				}
+			}
+			if done, _ := m["done"].(bool); done {
+				return
+			}
+			if !st.resumable(method) || st.last < 0 {
+				yield(nil, fmt.Errorf("client: %s over HTTP batch cannot continue: %s", method, st.why(method)))
+				return
+			}
+			method = "subscribeToTask"
+			if request, err = wire.Encode(&a2a.SubscribeToTaskRequest{ID: st.id, Tenant: st.tenant}); err != nil {
+				yield(nil, err)
+				return
+			}
+			p = withLastEventID(params, st.last)
+			st.resumed = true
 		}
 	}
 }

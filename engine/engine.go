@@ -414,7 +414,7 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 				if !yield(ev, nil) {
 					return
 				}
-				if st, ok := stateAfter(ev.Event); ok && stops(st) && !opening {
+				if st, ok := stateAfter(ev.Event); ok && stops(st) && !opening && !resumeSnapshot(ev.Event, st) {
 					return
 				}
 			}
@@ -451,6 +451,13 @@ func stateAfter(ev a2a.Event) (a2a.TaskState, bool) {
 		return x.Status.State, true
 	}
 	return "", false
+}
+
+// resumeSnapshot reports whether ev is the Task snapshot a follow-up message logs when it
+// resumes an interrupted task: it still shows the interrupted state, but work resumes after it.
+func resumeSnapshot(ev a2a.Event, st a2a.TaskState) bool {
+	_, isTask := ev.(*a2a.Task)
+	return isTask && store.IsInterrupted(st)
 }
 
 func endsStream(s a2a.TaskState) bool { return store.IsTerminal(s) || store.IsInterrupted(s) }

@@ -45,11 +45,9 @@ func TestVerbs(t *testing.T) {
 			if err != nil || strings.TrimSpace(out) != "agent: hello there" {
 				t.Errorf("send: %q, %v", out, err)
 			}
-			if b != "capnweb-batch" { // HTTP batch cannot stream: the client polls, without events
-				out, err = verb(t, "stream", url, "wait", "1", "-binding", b)
-				if err != nil || !strings.Contains(out, "status working: 1/1 seconds elapsed.") || !strings.HasSuffix(strings.TrimSpace(out), "status completed: Done: waited 1 second.") {
-					t.Errorf("stream: %q, %v", out, err)
-				}
+			out, err = verb(t, "stream", url, "wait", "1", "-binding", b)
+			if err != nil || !strings.Contains(out, "status working: 1/1 seconds elapsed.") || !strings.HasSuffix(strings.TrimSpace(out), "status completed: Done: waited 1 second.") {
+				t.Errorf("stream: %q, %v", out, err)
 			}
 			out, err = verb(t, "send", url, "-binding", b, "-no-wait", "-o", "json", "wait", "30")
 			if err != nil {
