@@ -341,7 +341,6 @@ func TestOperations(t *testing.T) {
 	}
 }
 
-
 // versionInterceptor declares another A2A version on every call, as a service parameter.
 type versionInterceptor struct {
 	a2aclient.PassthroughInterceptor

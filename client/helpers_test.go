@@ -15,7 +15,6 @@ var allBindings = []client.Binding{
 	client.BindingJSONRPC, client.BindingREST, client.BindingGRPC,
 }
 
-
 // connect returns a client of srv over binding b (zero: the client's choice), destroyed by
 // t.Cleanup.
 func connect(t *testing.T, srv *a2atest.Server, b client.Binding, opts *client.Options) *client.Client {
