@@ -48,17 +48,34 @@ type streamState struct {
 	interruptEnds bool
 }
 
+// startStream encodes a streaming request and the state of a stream that has delivered nothing
+// yet, or, for a subscription the caller resumes with Last-Event-ID, everything up to it.
+func startStream(params a2aclient.ServiceParams, method string, req any, id a2a.TaskID, tenant string) (any, *streamState, error) {
+	request, err := wire.Encode(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: encoding the %s request: %w", method, err)
+	}
+	st := &streamState{id: id, tenant: tenant, last: -1, interruptEnds: true}
+	if n, ok := callerLastEventID(params); ok && method == "subscribeToTask" {
+		st.last, st.interruptEnds = n, false
+	}
+	return request, st, nil
+}
+
+// resumeRequest is the subscribeToTask request that continues st after its last event.
+func (st *streamState) resumeRequest(params a2aclient.ServiceParams) (any, a2aclient.ServiceParams, error) {
+	request, err := wire.Encode(&a2a.SubscribeToTaskRequest{ID: st.id, Tenant: st.tenant})
+	st.resumed = true
+	return request, withLastEventID(params, st.last), err
+}
+
 // stream runs a streaming method over the WebSocket and resumes it when the connection drops.
 func (t *capnwebTransport) stream(ctx context.Context, params a2aclient.ServiceParams, method string, req any, id a2a.TaskID, tenant string) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		request, err := wire.Encode(req)
+		request, st, err := startStream(params, method, req, id, tenant)
 		if err != nil {
-			yield(nil, fmt.Errorf("client: encoding the %s request: %w", method, err))
+			yield(nil, err)
 			return
-		}
-		st := &streamState{id: id, tenant: tenant, last: -1, interruptEnds: true}
-		if n, ok := callerLastEventID(params); ok && method == "subscribeToTask" {
-			st.last, st.interruptEnds = n, false
 		}
 		p := params
 		var lostSince time.Time
@@ -101,12 +118,10 @@ func (t *capnwebTransport) stream(ctx context.Context, params a2aclient.ServiceP
 			backoff = min(2*backoff, maxBackoff)
 			if st.last >= 0 {
 				method = "subscribeToTask"
-				if request, err = wire.Encode(&a2a.SubscribeToTaskRequest{ID: st.id, Tenant: st.tenant}); err != nil {
+				if request, p, err = st.resumeRequest(params); err != nil {
 					yield(nil, err)
 					return
 				}
-				p = withLastEventID(params, st.last)
-				st.resumed = true
 			}
 			// else: a subscription that delivered nothing yet is sent again as it was.
 		}
@@ -268,14 +283,10 @@ func (t *capnwebTransport) sleep(ctx context.Context, d time.Duration) error {
 // batchStream runs a streaming method over HTTP batch.
 func (t *capnwebTransport) batchStream(ctx context.Context, params a2aclient.ServiceParams, method string, req any, id a2a.TaskID, tenant string) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		request, err := wire.Encode(req)
+		request, st, err := startStream(params, method, req, id, tenant)
 		if err != nil {
-			yield(nil, fmt.Errorf("client: encoding the %s request: %w", method, err))
+			yield(nil, err)
 			return
-		}
-		st := &streamState{id: id, tenant: tenant, last: -1, interruptEnds: true}
-		if n, ok := callerLastEventID(params); ok && method == "subscribeToTask" {
-			st.last, st.interruptEnds = n, false
 		}
 		p := params
 		for {
@@ -308,12 +319,10 @@ func (t *capnwebTransport) batchStream(ctx context.Context, params a2aclient.Ser
 				return
 			}
 			method = "subscribeToTask"
-			if request, err = wire.Encode(&a2a.SubscribeToTaskRequest{ID: st.id, Tenant: st.tenant}); err != nil {
+			if request, p, err = st.resumeRequest(params); err != nil {
 				yield(nil, err)
 				return
 			}
-			p = withLastEventID(params, st.last)
-			st.resumed = true
 		}
 	}
 }
