@@ -34,6 +34,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
+	"github.com/a2awebcap/a2awebcap/web"
 )
 
 const usage = `a2awebcap — a server, library and CLI for A2A agents, with a Cap'n Web binding.
@@ -75,9 +76,9 @@ func main() {
 }
 
 type serveConfig struct {
-	addr, grpcAddr, db, agent, name, baseURL, logLevel string
-	drain                                              time.Duration
-	serve03                                            bool
+	addr, grpcAddr, db, agent, name, baseURL, logLevel, capnwebJS string
+	drain                                                         time.Duration
+	serve03                                                       bool
 }
 
 func serve(args []string) error {
@@ -126,6 +127,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
 	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
+	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
 	if err := fs.Parse(args); err != nil {
@@ -175,6 +177,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("/", a2aHTTP)
+	serveWeb(mux, c.capnwebJS, log)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
 	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })
@@ -266,4 +269,26 @@ func envBool(key string) (bool, error) {
 		return false, fmt.Errorf("%s=%q: want true or false", key, v)
 	}
 	return b, nil
+}
+
+// defaultCapnwebJS is where `make npm` puts the capnweb module, for serve run from a checkout.
+const defaultCapnwebJS = "interop/node_modules/capnweb/dist/index.js"
+
+// serveWeb serves the browser client (package web) at /web/, with the capnweb module it loads
+// read from capnwebJS. Without that file the page is served and says the module is missing.
+func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
+	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(web.Files())))
+	mux.HandleFunc("GET /web/"+web.ModulePath, func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(capnwebJS)
+		if err != nil {
+			log.Warn("the web page's capnweb module is missing: run `make npm`, or set -capnweb-js", "path", capnwebJS, "err", err)
+			http.Error(w, "capnweb module not found at "+capnwebJS+": run `make npm` in the repository, or start serve with -capnweb-js PATH", http.StatusNotFound)
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = io.Copy(w, f)
+	})
+	mux.Handle("GET /{$}", http.RedirectHandler("/web/", http.StatusFound))
 }

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +113,37 @@ func TestVerbUsage(t *testing.T) {
 	}
 	if out, err := verb(t, "card", startServe(t)); err != nil || !strings.Contains(out, "urn:a2awebcap:capnweb:v1") {
 		t.Errorf("card: %q, %v", out, err)
+	}
+}
+
+// serve serves the web page at /web/ and the capnweb module it loads from -capnweb-js.
+func TestServeWeb(t *testing.T) {
+	module := filepath.Join(t.TempDir(), "index.js")
+	if err := os.WriteFile(module, []byte("export const x = 1;"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, serveConfig{addr: addr, db: "memory", agent: "builtin", drain: time.Second, capnwebJS: module}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUp(t, addr)
+	for path, want := range map[string]string{
+		"/":                            `<script type="importmap">`,
+		"/web/app.js":                  "capnweb",
+		"/web/vendor/capnweb.js":       "export const x = 1;",
+		"/.well-known/agent-card.json": "urn:a2awebcap:capnweb:v1",
+	} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: HTTP %d, body without %q", path, resp.StatusCode, want)
+		}
 	}
 }
