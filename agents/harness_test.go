@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"testing"
@@ -12,17 +13,21 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/store/memory"
 )
 
 // transports are the a2a-go bindings the agents are tested through: the AgentExecutor sees the
 // same calls whichever carries the request.
 var transports = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
 
-// newClient serves exec with a2a-go's default request handler over transport on an httptest
-// server and returns a client for it.
+// newClient serves exec with the engine serve runs it on (on a memory store), through a2a-go's
+// transport over transport on an httptest server, and returns a client for it.
 func newClient(t *testing.T, exec a2asrv.AgentExecutor, transport a2a.TransportProtocol) *a2aclient.Client {
 	t.Helper()
-	handler := a2asrv.NewHandler(exec)
+	handler := engine.New(exec, memory.New(), &engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { _ = handler.Close(context.Background()) })
 	var srv *httptest.Server
 	var opt a2aclient.FactoryOption
 	switch transport {

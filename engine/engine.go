@@ -156,6 +156,7 @@ type taskState struct {
 	changed chan struct{} // closed and replaced on every new event, and when a run ends
 	watches int
 	reply   *a2a.Message // a direct message reply (the task was never created)
+	refusal error        // an A2A error the executor answered with before creating the task
 }
 
 type run struct {
@@ -301,6 +302,15 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			if ctx.Err() != nil {
 				break
 			}
+			if rec == nil && isProtocolError(err) {
+				// The agent refused the request (unsupported content, invalid params, …)
+				// before creating the task: the caller gets that error, and no task exists.
+				ts.mu.Lock()
+				ts.refusal = err
+				ts.mu.Unlock()
+				settled = true
+				return
+			}
 			e.log.Warn("engine: executor failed", "task", ts.id, "err", err)
 			fail("The agent failed.")
 			return
@@ -394,7 +404,7 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 			}
 			changed := ts.changed
 			running := ts.run != nil
-			reply := ts.reply
+			reply, refusal := ts.reply, ts.refusal
 			ts.mu.Unlock()
 			if fromStore {
 				evs, err := e.st.Events(ctx, owner, ts.id, seq, 0)
@@ -403,6 +413,10 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 					return
 				}
 				batch = evs
+			}
+			if refusal != nil && seq == 0 && len(batch) == 0 {
+				yield(store.Event{}, refusal)
+				return
 			}
 			if reply != nil && seq == 0 && len(batch) == 0 {
 				yield(store.Event{TaskID: ts.id, Event: reply}, nil)
@@ -463,6 +477,18 @@ func resumeSnapshot(ev a2a.Event, st a2a.TaskState) bool {
 func endsStream(s a2a.TaskState) bool { return store.IsTerminal(s) || store.IsInterrupted(s) }
 
 // ---- errors ----
+
+// isProtocolError reports whether err is one of the A2A errors a client can act on (not an
+// internal failure of the agent).
+func isProtocolError(err error) bool {
+	for _, s := range []error{a2a.ErrUnsupportedContentType, a2a.ErrInvalidParams, a2a.ErrInvalidRequest,
+		a2a.ErrUnsupportedOperation, a2a.ErrUnauthenticated, a2a.ErrUnauthorized, a2a.ErrExtensionSupportRequired} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // notFound maps store misses to the protocol error.
 func notFound(err error) error {

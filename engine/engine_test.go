@@ -58,6 +58,10 @@ func (s *scripted) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		switch cmd {
 		case "reply":
 			yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("hello back")), nil)
+		case "refuse":
+			yield(nil, fmt.Errorf("%w: this agent reads text only", a2a.ErrUnsupportedContentType))
+		case "crash":
+			yield(nil, errors.New("boom before any event"))
 		case "fail":
 			if yield(working, nil) {
 				yield(nil, errors.New("boom: internal detail"))
@@ -654,4 +658,30 @@ func seqOf(t *testing.T, ev a2a.Event) int64 {
 		t.Fatalf("event %T has no %s metadata: %v", ev, engine.SeqKey, m)
 	}
 	return n
+}
+
+// An agent that refuses a request with an A2A error before creating the task: the caller gets
+// that error, on SendMessage and on a stream, and no task exists. Any other early failure
+// still makes a failed task, without its detail.
+func TestExecutorRefusal(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	if _, err := e.SendMessage(ctx, msg("refuse")); !errors.Is(err, a2a.ErrUnsupportedContentType) {
+		t.Errorf("SendMessage(refuse) error = %v, want UnsupportedContentType", err)
+	}
+	for ev, err := range e.SendStreamingMessage(ctx, msg("refuse")) {
+		if !errors.Is(err, a2a.ErrUnsupportedContentType) {
+			t.Errorf("SendStreamingMessage(refuse) = %v, %v; want UnsupportedContentType", ev, err)
+		}
+	}
+	list, err := e.ListTasks(ctx, &a2a.ListTasksRequest{})
+	if err != nil || len(list.Tasks) != 0 {
+		t.Errorf("tasks after refusals: %v, %v; want none", list, err)
+	}
+	res, err := e.SendMessage(ctx, msg("crash"))
+	task, ok := res.(*a2a.Task)
+	if err != nil || !ok || task.Status.State != a2a.TaskStateFailed {
+		t.Errorf("SendMessage(crash) = %#v, %v; want a failed task", res, err)
+	}
 }

@@ -136,7 +136,7 @@ func (e *Engine) savePushConfig(ctx context.Context, ts *taskState, owner store.
 			return notFound(err)
 		}
 		ts.mu.Lock()
-		changed, done := ts.changed, ts.reply != nil || (ts.run == nil)
+		changed, done := ts.changed, ts.reply != nil || ts.refusal != nil || (ts.run == nil)
 		ts.mu.Unlock()
 		if done {
 			return nil // a direct reply: there is no task to notify about
