@@ -86,7 +86,7 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 // newMain builds the main object of one connection.
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
-	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body, batch: r.Method == http.MethodPost}
+	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body, batch: r.Method == http.MethodPost, grant: &grant{}}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
 	}
@@ -133,7 +133,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	if err != nil {
 		return nil, err
 	}
-	return &agentSession{b: s.b, params: s.params, card: s.card, batch: s.batch, user: u}, nil
+	return &agentSession{b: s.b, params: s.params, card: s.card, batch: s.batch, user: u, grant: &grant{}}, nil
 }
 
 // agentSession is an AgentSession: every A2A operation, as one principal.
@@ -145,13 +145,17 @@ type agentSession struct {
 	user    *a2asrv.User
 	authErr error // set when the connection did not authenticate: calls fail with it
 	batch   bool  // an HTTP batch: no live streams, no callbacks
+	grant   *grant
 }
 
 // call returns the context of one call: a CallContext with the merged service parameters and
 // the session's principal, after the binding's checks.
-func (s *agentSession) call(ctx context.Context, method string, perCall any) (context.Context, error) {
+func (s *agentSession) call(ctx context.Context, method string, req, perCall any) (context.Context, error) {
 	if s.authErr != nil && s.user == nil {
 		return nil, s.authErr
+	}
+	if err := s.grant.permit(method, req, s.user, time.Now()); err != nil {
+		return nil, err
 	}
 	extra, err := serviceParams(perCall)
 	if err != nil {
@@ -188,7 +192,7 @@ func (s *agentSession) SendMessage(ctx context.Context, request, params any) (an
 	if err := fromWire(request, &req); err != nil {
 		return nil, err
 	}
-	cctx, err := s.call(ctx, "SendMessage", params)
+	cctx, err := s.call(ctx, "SendMessage", &req, params)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +212,22 @@ func (s *agentSession) GetTask(ctx context.Context, request, params any) (any, e
 // ListTasks is ListTasks.
 func (s *agentSession) ListTasks(ctx context.Context, request, params any) (any, error) {
 	var req a2a.ListTasksRequest
-	return unary(s, ctx, "ListTasks", request, params, &req, s.b.h.ListTasks)
+	return unary(s, ctx, "ListTasks", request, params, &req, func(ctx context.Context, r *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+		res, err := s.b.h.ListTasks(ctx, r)
+		if err != nil || !s.grant.limited() {
+			return res, err
+		}
+		// A session limited to some tasks lists only those (pages may come out shorter).
+		out := *res
+		out.Tasks = nil
+		for _, t := range res.Tasks {
+			if s.grant.allowsTask(t.ID) {
+				out.Tasks = append(out.Tasks, t)
+			}
+		}
+		out.TotalSize = len(out.Tasks)
+		return &out, nil
+	})
 }
 
 // CancelTask is CancelTask.
@@ -256,7 +275,7 @@ func unary[Req, Res any](s *agentSession, ctx context.Context, method string, re
 	if err := fromWire(request, req); err != nil {
 		return nil, err
 	}
-	cctx, err := s.call(ctx, method, params)
+	cctx, err := s.call(ctx, method, req, params)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +294,7 @@ func (s *agentSession) SendStreamingMessage(ctx context.Context, request, observ
 		return nil, err
 	}
 	obs, params := splitObserver(observer, params)
-	cctx, err := s.call(ctx, "SendStreamingMessage", params)
+	cctx, err := s.call(ctx, "SendStreamingMessage", &req, params)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +311,7 @@ func (s *agentSession) SubscribeToTask(ctx context.Context, request, observer, p
 		return nil, err
 	}
 	obs, params := splitObserver(observer, params)
-	cctx, err := s.call(ctx, "SubscribeToTask", params)
+	cctx, err := s.call(ctx, "SubscribeToTask", &req, params)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +497,7 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 	if callback == nil {
 		return nil, invalidParams("callback must be a function")
 	}
-	cctx, err := s.call(ctx, "SubscribeToPushNotifications", params)
+	cctx, err := s.call(ctx, "SubscribeToPushNotifications", &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}, params)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +529,7 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 		if last >= 0 {
 			extra.Set(hdrLastEventID, strconv.FormatInt(last, 10))
 		}
-		cctx, err := s.call(ctx, "SubscribeToTask", headerObject(extra))
+		cctx, err := s.call(ctx, "SubscribeToTask", &a2a.SubscribeToTaskRequest{ID: id}, headerObject(extra))
 		if err != nil {
 			return
 		}

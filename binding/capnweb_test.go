@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -263,5 +264,92 @@ func TestCapnwebBindingAuthenticate(t *testing.T) {
 	authed := ts.dialCapnweb(t, "", http.Header{"Authorization": {"Bearer alice"}}).Main()
 	if _, err := authed.Call("sendMessage", userMessageWire("hello")).Await(ctx); err != nil {
 		t.Errorf("sendMessage on an authenticated connection: %v", err)
+	}
+}
+
+// A session can be attenuated (read-only, some tasks, an expiry) and the weaker capability
+// revoked by the session it came from.
+func TestCapnwebAttenuation(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{engine: true})
+	main := ts.dialCapnweb(t, "", nil).Main()
+	ctx := t.Context()
+	taskID := func(text string) string {
+		t.Helper()
+		var res a2a.StreamResponse
+		if err := awaitInto(ctx, main.Call("sendMessage", userMessageWire(text)), &res); err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Event.TaskInfo().TaskID)
+	}
+	a, b := taskID("a"), taskID("b")
+	reasonOf := func(p *capnweb.Promise) string {
+		t.Helper()
+		_, err := p.Await(ctx)
+		if err == nil {
+			return "ok"
+		}
+		_, reason := a2aErr(t, err)
+		return reason
+	}
+
+	ro := main.Call("attenuate", map[string]any{"readOnly": true})
+	if got := reasonOf(ro.Call("getTask", map[string]any{"id": a})); got != "ok" {
+		t.Errorf("read-only getTask: %s", got)
+	}
+	for _, call := range []*capnweb.Promise{
+		ro.Call("sendMessage", userMessageWire("nope")),
+		ro.Call("cancelTask", map[string]any{"id": a}),
+		ro.Call("task", a).Call("cancel"),
+	} {
+		if got := reasonOf(call); got != "UNAUTHORIZED" {
+			t.Errorf("write on a read-only session: %s, want UNAUTHORIZED", got)
+		}
+	}
+
+	one := main.Call("attenuate", map[string]any{"tasks": []any{a}})
+	if got := reasonOf(one.Call("getTask", map[string]any{"id": a})); got != "ok" {
+		t.Errorf("single-task session, its task: %s", got)
+	}
+	if got := reasonOf(one.Call("getTask", map[string]any{"id": b})); got != "TASK_NOT_FOUND" {
+		t.Errorf("single-task session, another task: %s, want TASK_NOT_FOUND", got)
+	}
+	if got := reasonOf(one.Call("sendMessage", userMessageWire("new task"))); got != "TASK_NOT_FOUND" {
+		t.Errorf("single-task session starting a task: %s, want TASK_NOT_FOUND", got)
+	}
+	var list a2a.ListTasksResponse
+	if err := awaitInto(ctx, one.Call("listTasks", map[string]any{}), &list); err != nil || len(list.Tasks) != 1 || string(list.Tasks[0].ID) != a {
+		t.Errorf("single-task session lists %+v, %v; want only %s", list.Tasks, err, a)
+	}
+	// Narrowing further keeps the limits: a read-only view of the single task.
+	oneRO := one.Call("attenuate", map[string]any{"readOnly": true})
+	if got := reasonOf(oneRO.Call("getTask", map[string]any{"id": b})); got != "TASK_NOT_FOUND" {
+		t.Errorf("attenuated twice, another task: %s", got)
+	}
+
+	// Revocation: by the session it was made from, effective on the next call, for its
+	// descendants too; a child cannot revoke its parent.
+	if got := reasonOf(one.Call("revoke", main)); got != "UNAUTHORIZED" {
+		t.Errorf("child revoking its parent: %s, want UNAUTHORIZED", got)
+	}
+	if _, err := main.Call("revoke", one).Await(ctx); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	for _, call := range []*capnweb.Promise{one.Call("getTask", map[string]any{"id": a}), oneRO.Call("getTask", map[string]any{"id": a})} {
+		if got := reasonOf(call); got != "UNAUTHORIZED" {
+			t.Errorf("revoked capability: %s, want UNAUTHORIZED", got)
+		}
+	}
+	if got := reasonOf(ro.Call("getTask", map[string]any{"id": a})); got != "ok" {
+		t.Errorf("revoking one capability affected a sibling: %s", got)
+	}
+
+	short := main.Call("attenuate", map[string]any{"expiresIn": 0.05})
+	if got := reasonOf(short.Call("getTask", map[string]any{"id": a})); got != "ok" {
+		t.Errorf("before expiry: %s", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := reasonOf(short.Call("getTask", map[string]any{"id": a})); got != "UNAUTHORIZED" {
+		t.Errorf("after expiry: %s, want UNAUTHORIZED", got)
 	}
 }
