@@ -19,8 +19,18 @@ import (
 // objects (what a2a-go's JSON encoding produces), so the capnweb binding carries exactly the
 // params and results of the JSON-RPC binding.
 
-// toWire converts an A2A value to the plain JSON value capnweb sends.
+// toWire converts an A2A value to the plain JSON value capnweb sends: what json.Marshal, then
+// json.Unmarshal into an any, make of it. Stream responses and tasks, the values of the hot
+// path, are converted directly (wireconv.go); the result is the same.
 func toWire(v any) (any, error) {
+	if out, ok := directWire(v); ok {
+		return out, nil
+	}
+	return jsonWire(v)
+}
+
+// jsonWire is toWire by way of JSON.
+func jsonWire(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -33,8 +43,18 @@ func toWire(v any) (any, error) {
 }
 
 // fromWire decodes a received capnweb value into an A2A request. Values JSON cannot hold are
-// converted where ProtoJSON has a form for them (bytes, dates) and refused otherwise.
+// converted where ProtoJSON has a form for them (bytes, dates) and refused otherwise. The
+// requests of the hot path are decoded directly when they can be (wireconv.go); the result is
+// the same as by way of JSON.
 func fromWire(v any, dst any) error {
+	if directFromWire(v, dst) {
+		return nil
+	}
+	return jsonFromWire(v, dst)
+}
+
+// jsonFromWire is fromWire by way of JSON.
+func jsonFromWire(v any, dst any) error {
 	plain, err := plainJSON(v, 0)
 	if err != nil {
 		return invalidParams(err.Error())
