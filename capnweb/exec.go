@@ -6,9 +6,9 @@ package capnweb
 // for a call with promise arguments, when those resolved. A per-session executor goroutine runs
 // ready calls one after another, so fast calls run strictly in order with no goroutine per call.
 // A call that blocks does not hold up the rest: when it waits on RPC (awaits a promise, reads or
-// writes a stream) or runs longer than handoffAfter, the executor role passes to a new goroutine
-// and the blocked call finishes on its own. The executor lingers briefly when the queue empties,
-// then exits: an idle session has no executor goroutine.
+// writes a stream), says it is about to block (Blocking) or runs longer than handoffAfter, the
+// executor role passes to a new goroutine and the blocked call finishes on its own. The executor
+// lingers briefly when the queue empties, then exits: an idle session has no executor goroutine.
 //
 // Concurrency: execQ, execActive and execIdle are guarded by s.mu. An execRun's owner flag says
 // whether its goroutine still holds the executor role; only the holder takes from execQ.
@@ -51,6 +51,15 @@ func (r *execRun) handoff() {
 		s.startExecutorLocked()
 	}
 }
+
+// Blocking tells the session that the method call running with ctx (the context the method
+// received) is about to block on something other than this session — a lock, a channel, I/O,
+// another service — so that the calls that arrived after it start without waiting for it to
+// return, as they do when it awaits a promise or reads a stream. Calls still start in the order
+// they arrived; only their completions interleave. Without it, a blocked call holds up the
+// calls behind it for up to a millisecond. Call it from the method itself, while it runs; it
+// does nothing after the first time, or outside a method call.
+func Blocking(ctx context.Context) { yieldGate(ctx) }
 
 // yieldGate releases the executor role held by the call running with ctx, if any: the call is
 // about to block.
