@@ -129,6 +129,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	if err != nil {
 		return nil, a2a.NewError(a2a.ErrUnauthenticated, "credentials must be an object of header names and values")
 	}
+	capnweb.Blocking(ctx) // Options.Authenticate may ask another service
 	u, err := s.b.authenticate(ctx, h)
 	if err != nil {
 		return nil, err
@@ -149,8 +150,16 @@ type agentSession struct {
 }
 
 // call returns the context of one call: a CallContext with the merged service parameters and
-// the session's principal, after the binding's checks.
+// the session's principal, after the binding's checks. ctx is the method's: call first tells
+// capnweb that the call is about to block (the RequestHandler waits on the agent and the store),
+// so that the calls behind it on the connection start without waiting for it.
 func (s *agentSession) call(ctx context.Context, method string, req, perCall any) (context.Context, error) {
+	capnweb.Blocking(ctx)
+	return s.callContext(ctx, method, req, perCall)
+}
+
+// callContext is call without the hand-off, for calls made outside a method (push).
+func (s *agentSession) callContext(ctx context.Context, method string, req, perCall any) (context.Context, error) {
 	if s.authErr != nil && s.user == nil {
 		return nil, s.authErr
 	}
@@ -529,7 +538,7 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 		if last >= 0 {
 			extra.Set(hdrLastEventID, strconv.FormatInt(last, 10))
 		}
-		cctx, err := s.call(ctx, "SubscribeToTask", &a2a.SubscribeToTaskRequest{ID: id}, headerObject(extra))
+		cctx, err := s.callContext(ctx, "SubscribeToTask", &a2a.SubscribeToTaskRequest{ID: id}, headerObject(extra))
 		if err != nil {
 			return
 		}

@@ -167,7 +167,7 @@ func newA2AHandler(opts ...a2asrv.RequestHandlerOption) (a2asrv.RequestHandler, 
 
 // newEngineHandler is the engine around a new echoExecutor, on a memory store, closed by
 // t.Cleanup.
-func newEngineHandler(t *testing.T) (a2asrv.RequestHandler, *echoExecutor) {
+func newEngineHandler(t testing.TB) (a2asrv.RequestHandler, *echoExecutor) {
 	t.Helper()
 	exec := newEchoExecutor()
 	st := memory.New()

@@ -14,13 +14,32 @@ import (
 // Conversions between A2A types and capnweb values, and the error code table, are shared
 // with the client through internal/wire.
 
-// toWire converts an A2A value to the plain JSON value capnweb sends.
-func toWire(v any) (any, error) { return wire.Encode(v) }
+// toWire converts an A2A value to the plain JSON value capnweb sends: what json.Marshal, then
+// json.Unmarshal into an any, make of it. Stream responses and tasks, the values of the hot
+// path, are converted directly (wireconv.go); the result is the same.
+func toWire(v any) (any, error) {
+	if out, ok := directWire(v); ok {
+		return out, nil
+	}
+	return jsonWire(v)
+}
+
+// jsonWire is toWire by way of JSON.
+func jsonWire(v any) (any, error) { return wire.Encode(v) }
 
 // fromWire decodes a received capnweb value into an A2A request. Values JSON cannot hold are
 // converted where ProtoJSON has a form for them (bytes, dates) and refused otherwise. A missing
-// request is an empty one.
+// request is an empty one. The requests of the hot path are decoded directly when they can be
+// (wireconv.go); the result is the same as by way of JSON.
 func fromWire(v any, dst any) error {
+	if directFromWire(v, dst) {
+		return nil
+	}
+	return jsonFromWire(v, dst)
+}
+
+// jsonFromWire is fromWire by way of JSON.
+func jsonFromWire(v any, dst any) error {
 	if v == nil || v == capnweb.Undefined {
 		v = map[string]any{}
 	}

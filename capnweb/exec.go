@@ -6,12 +6,14 @@ package capnweb
 // for a call with promise arguments, when those resolved. A per-session executor goroutine runs
 // ready calls one after another, so fast calls run strictly in order with no goroutine per call.
 // A call that blocks does not hold up the rest: when it waits on RPC (awaits a promise, reads or
-// writes a stream) or runs longer than handoffAfter, the executor role passes to a new goroutine
-// and the blocked call finishes on its own. The executor lingers briefly when the queue empties,
-// then exits: an idle session has no executor goroutine.
+// writes a stream), says it is about to block (Blocking) or runs longer than handoffAfter, the
+// executor role passes to a new goroutine and the blocked call finishes on its own. The executor
+// lingers briefly when the queue empties, then exits: an idle session has no executor goroutine.
 //
-// Concurrency: execQ, execActive and execIdle are guarded by s.mu. An execRun's owner flag says
-// whether its goroutine still holds the executor role; only the holder takes from execQ.
+// Concurrency: execQ, execActive, execIdle and execBlocked are guarded by s.mu. An execRun's
+// owner flag says whether its goroutine still holds the executor role; only the holder takes from
+// execQ. execBlocked is the holder when its call said it would block (Blocking): the next call to
+// arrive makes it hand off.
 
 import (
 	"context"
@@ -40,15 +42,49 @@ type execRunKey struct{}
 // handoff gives up the executor role, starting a new executor if work is queued. The caller's
 // call goes on in this goroutine, which exits when it is done.
 func (r *execRun) handoff() {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.handoffLocked()
+}
+
+// handoffLocked is handoff with s.mu held.
+func (r *execRun) handoffLocked() {
 	if !r.owner.CompareAndSwap(true, false) {
+		return
+	}
+	s := r.s
+	s.execActive = false
+	s.execBlocked = nil
+	if len(s.execQ) > 0 {
+		s.startExecutorLocked()
+	}
+}
+
+// Blocking tells the session that the method call running with ctx (the context the method
+// received) is about to block on something other than this session — a lock, a channel, I/O,
+// another service — so that the calls that arrived after it start without waiting for it to
+// return, as they do when it awaits a promise or reads a stream. Calls still start in the order
+// they arrived; only their completions interleave. Without it, a blocked call holds up the
+// calls behind it for up to a millisecond. Call it from the method itself, while it runs; it
+// does nothing after the first time, or outside a method call.
+//
+// The hand-off is lazy: it happens when the next call arrives (or at once if one is waiting), so
+// a call that blocks while nothing else is queued keeps the executor's goroutine, and its grown
+// stack, for the calls after it.
+func Blocking(ctx context.Context) {
+	r, ok := ctx.Value(execRunKey{}).(*execRun)
+	if !ok {
 		return
 	}
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.execActive = false
-	if len(s.execQ) > 0 {
-		s.startExecutorLocked()
+	switch {
+	case !r.owner.Load():
+	case len(s.execQ) > 0:
+		r.handoffLocked()
+	default:
+		s.execBlocked = r // enqueueLocked hands off
 	}
 }
 
@@ -72,6 +108,8 @@ func (s *Session) enqueueLocked(t execTask) {
 	switch {
 	case !s.execActive:
 		s.startExecutorLocked()
+	case s.execBlocked != nil:
+		s.execBlocked.handoffLocked()
 	case s.execIdle:
 		s.execIdle = false
 		select {
@@ -126,7 +164,12 @@ func (s *Session) executor() {
 		watchdog.Reset(handoffAfter)
 		v, err := t.body(ctx)
 		watchdog.Stop()
-		s.callDone()
+		s.mu.Lock()
+		s.running--
+		if s.execBlocked == r {
+			s.execBlocked = nil // the call returned before anything needed the executor
+		}
+		s.mu.Unlock()
 		t.p.resolve(resultHook(v, err, s))
 	}
 }

@@ -133,6 +133,7 @@ type Session struct {
 	execQ        []execTask // ready local calls, in order (exec.go)
 	execActive   bool       // an executor goroutine owns execQ
 	execIdle     bool       // it is waiting for work
+	execBlocked  *execRun   // the executor, when its call is blocking (Blocking): hand off on the next call
 	execWake     chan struct{}
 	targets      map[any]*targetRef
 

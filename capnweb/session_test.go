@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
@@ -526,5 +527,48 @@ func (s *slowTarget) Wait(ctx context.Context) (string, error) {
 		return "done", nil
 	case <-ctx.Done():
 		return "", ctx.Err()
+	}
+}
+
+// gate's wait blocks until open is called, calling Blocking first when blocking is set.
+type gate struct {
+	capnweb.Target
+	blocking bool
+	ch       chan struct{}
+}
+
+func (g *gate) Wait(ctx context.Context) {
+	if g.blocking {
+		capnweb.Blocking(ctx)
+	}
+	<-g.ch
+}
+
+func (g *gate) Open() { close(g.ch) }
+
+// TestBlocking checks that a call that blocks after Blocking lets the next call start at once,
+// and that without it the next call starts when the executor hands off (after a millisecond).
+func TestBlocking(t *testing.T) {
+	t.Parallel()
+	for _, blocking := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			a, b := capnweb.Pipe()
+			srv := capnweb.NewSession(a, &gate{blocking: blocking, ch: make(chan struct{})}, nil)
+			client := capnweb.NewSession(b, nil, nil)
+			defer srv.Close()
+			defer client.Close()
+			start := time.Now()
+			wait := client.Main().Call("wait")
+			defer wait.Release()
+			await[any](t, client.Main().Call("open"))
+			opened := time.Since(start)
+			await[any](t, wait)
+			if blocking && opened != 0 {
+				t.Errorf("with Blocking, open() started after %v, want at once", opened)
+			}
+			if !blocking && opened < time.Millisecond {
+				t.Errorf("without Blocking, open() started after %v, want the executor's handoff (1ms)", opened)
+			}
+		})
 	}
 }

@@ -19,7 +19,9 @@ import (
 // context.Context first (it is the session's: canceled when the session ends), then any
 // arguments, and may return nothing, a value, an error, or a value and an error. Arguments are
 // converted to the parameter types (see Decode); missing ones are zero values, extra ones are
-// ignored, as in JavaScript.
+// ignored, as in JavaScript. Calls from one peer start one after another, in the order they
+// arrived; a method that is about to block on anything but this session should call Blocking
+// first, so that the calls behind it start at once.
 //
 // Optional methods refine what is exposed (none of them is itself exposed):
 //

@@ -20,7 +20,10 @@ import (
 //   - "reply ...": a single *a2a.Message echoing the text (a direct reply: no task);
 //   - "task ...": the task in state working, one artifact echoing the text, completed;
 //   - "stream N": the task in state working, N artifact update events (the first creates the
-//     artifact, the next N-1 append a small text part to it, as a token stream does), completed.
+//     artifact, the next N-1 append a small text part to it, as a token stream does), completed;
+//   - "burst N": the same, but each update replaces the artifact with one small part instead of
+//     appending to it, so that the task (which the stores write out whole on every event) stays
+//     small however long the stream: its cost per event does not grow along the stream.
 //
 // a2a-go requires the first event of a new task to be the Task itself, so the working state
 // travels in that Task (a2a.NewSubmittedTask with its state set to working) rather than in a
@@ -49,10 +52,10 @@ func (echoExecutor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 				return
 			}
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-		case "stream":
+		case "stream", "burst":
 			n, err := strconv.Atoi(strings.TrimSpace(arg))
 			if err != nil || n < 1 || n > 100000 {
-				yield(nil, fmt.Errorf("%w: stream wants a count, got %q", a2a.ErrInvalidParams, arg))
+				yield(nil, fmt.Errorf("%w: %s wants a count, got %q", a2a.ErrInvalidParams, cmd, arg))
 				return
 			}
 			if !working(ec, yield) {
@@ -66,13 +69,15 @@ func (echoExecutor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 				if ctx.Err() != nil {
 					return
 				}
-				if !yield(a2a.NewArtifactUpdateEvent(ec, first.Artifact.ID, a2a.NewTextPart(streamChunk)), nil) {
+				ev := a2a.NewArtifactUpdateEvent(ec, first.Artifact.ID, a2a.NewTextPart(streamChunk))
+				ev.Append = cmd == "stream"
+				if !yield(ev, nil) {
 					return
 				}
 			}
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
 		default:
-			yield(nil, fmt.Errorf("%w: unknown command %q (want reply, task or stream N)", a2a.ErrInvalidParams, cmd))
+			yield(nil, fmt.Errorf("%w: unknown command %q (want reply, task, stream N or burst N)", a2a.ErrInvalidParams, cmd))
 		}
 	}
 }

@@ -100,6 +100,33 @@ var (
 	rpcError      = []byte(`"error":`)
 )
 
+// post sends w.body to url and reads the answer into w.buf, failing on an HTTP or JSON-RPC
+// error.
+func post(ctx context.Context, hc *http.Client, url string, w *worker) ([]byte, error) {
+	req, err := newRequest(ctx, url, w.body, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	w.buf.Reset()
+	_, err = w.buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	b := w.buf.Bytes()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
+	}
+	if bytes.Contains(b, rpcError) {
+		return nil, fmt.Errorf("JSON-RPC error: %.300s", b)
+	}
+	return b, nil
+}
+
 // sendOp returns the call function of a blocking SendMessage: kind "reply" (a direct message
 // reply) or "task" (a completed task).
 func sendOp(hc *http.Client, url, kind string) callFunc {
@@ -109,26 +136,9 @@ func sendOp(hc *http.Client, url, kind string) callFunc {
 	}
 	return func(ctx context.Context, w *worker) (int, time.Duration, error) {
 		w.body = rpcBody(w.body, "SendMessage", text)
-		req, err := newRequest(ctx, url, w.body, false)
+		b, err := post(ctx, hc, url, w)
 		if err != nil {
 			return 0, 0, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, 0, err
-		}
-		w.buf.Reset()
-		_, err = w.buf.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, 0, err
-		}
-		b := w.buf.Bytes()
-		if resp.StatusCode != http.StatusOK {
-			return 0, 0, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
-		}
-		if bytes.Contains(b, rpcError) {
-			return 0, 0, fmt.Errorf("JSON-RPC error: %.300s", b)
 		}
 		for _, x := range want {
 			if !bytes.Contains(b, x) {
@@ -139,11 +149,67 @@ func sendOp(hc *http.Client, url, kind string) callFunc {
 	}
 }
 
-// streamOp returns the call function of one SendStreamingMessage "stream n": it reads the SSE
+// depOp returns the call function of the dependent sequence as JSON-RPC makes it, one call
+// after the other: SendMessage "task …", GetTask of the sent task's id, GetTask of the got
+// task's id. The ids are read from the answers with a byte scan (the task's id is its first
+// field in a2a-go's encoding; verify decodes the same answers in full).
+func depOp(hc *http.Client, url string) callFunc {
+	return func(ctx context.Context, w *worker) (int, time.Duration, error) {
+		w.body = rpcBody(w.body, "SendMessage", taskText)
+		b, err := post(ctx, hc, url, w)
+		if err != nil {
+			return 0, 0, err
+		}
+		id, err := leadingID(b, wantTaskID)
+		for range 2 {
+			if err != nil {
+				return 0, 0, err
+			}
+			w.body = getTaskBody(w.body, id)
+			if b, err = post(ctx, hc, url, w); err != nil {
+				return 0, 0, err
+			}
+			if !bytes.Contains(b, wantCompleted) || !bytes.Contains(b, wantTaskEcho) {
+				return 0, 0, fmt.Errorf("GetTask: want the completed task echoing %q: %.300s", taskText, b)
+			}
+			id, err = leadingID(b, wantResultID)
+		}
+		return 1, 0, err
+	}
+}
+
+var (
+	wantTaskID   = []byte(`"task":{"id":"`)
+	wantResultID = []byte(`"result":{"id":"`)
+)
+
+// leadingID returns the JSON string that follows prefix in b (ids need no escaping).
+func leadingID(b, prefix []byte) (string, error) {
+	_, rest, ok := bytes.Cut(b, prefix)
+	if ok {
+		if id, _, ok := bytes.Cut(rest, []byte(`"`)); ok {
+			return string(id), nil
+		}
+	}
+	return "", fmt.Errorf("answer without %s…\": %.300s", prefix, b)
+}
+
+// getTaskBody appends a JSON-RPC GetTask request for task id to dst[:0].
+func getTaskBody(dst []byte, id string) []byte {
+	dst = append(dst[:0], `{"jsonrpc":"2.0","id":`...)
+	dst = strconv.AppendUint(dst, reqSeq.Add(1), 10)
+	dst = append(dst, `,"method":"GetTask","params":{"id":`...)
+	dst = strconv.AppendQuote(dst, id)
+	dst = append(dst, `}}`...)
+	return dst
+}
+
+// streamOp returns the call function of one SendStreamingMessage "<cmd> n" (cmd: stream or
+// burst, see echoExecutor): it reads the SSE
 // response incrementally, times the first complete event, counts the events and checks that
 // the stream opens with the Task and ends with the completed status.
-func streamOp(hc *http.Client, url string, n int) callFunc {
-	text := "stream " + strconv.Itoa(n)
+func streamOp(hc *http.Client, url, cmd string, n int) callFunc {
+	text := cmd + " " + strconv.Itoa(n)
 	return func(ctx context.Context, w *worker) (int, time.Duration, error) {
 		w.body = rpcBody(w.body, "SendStreamingMessage", text)
 		t0 := time.Now()
@@ -251,12 +317,16 @@ func readSSE(br *bufio.Reader, scratch *bytes.Buffer, onData func([]byte) error)
 
 // ---- a thorough check of each kind of answer, made once per server before measuring ----
 
+// sendResult is a SendMessageResponse: the result of JSON-RPC's SendMessage, and what the
+// capnweb binding's sendMessage returns.
+type sendResult struct {
+	Task    *a2a.Task    `json:"task"`
+	Message *a2a.Message `json:"message"`
+}
+
 type rpcResponse struct {
-	Result *struct {
-		Task    *a2a.Task    `json:"task"`
-		Message *a2a.Message `json:"message"`
-	} `json:"result"`
-	Error json.RawMessage `json:"error"`
+	Result *sendResult     `json:"result"`
+	Error  json.RawMessage `json:"error"`
 }
 
 // verify sends one "reply" and one "task" message and decodes the answers fully.
@@ -286,24 +356,33 @@ func verify(ctx context.Context, hc *http.Client, url string) error {
 		if len(r.Error) > 0 || r.Result == nil {
 			return fmt.Errorf("%s: no result: %.300s", kind, b)
 		}
-		switch kind {
-		case "reply":
-			m := r.Result.Message
-			if m == nil || r.Result.Task != nil || m.Role != a2a.MessageRoleAgent || messageText(m) != text {
-				return fmt.Errorf("reply: want a direct agent message echoing %q: %.300s", text, b)
-			}
-		case "task":
-			t := r.Result.Task
-			switch {
-			case t == nil || r.Result.Message != nil:
-				return fmt.Errorf("task: want a task: %.300s", b)
-			case t.Status.State != a2a.TaskStateCompleted:
-				return fmt.Errorf("task: state %s, want completed", t.Status.State)
-			case len(t.Artifacts) != 1 || len(t.Artifacts[0].Parts) != 1 || t.Artifacts[0].Parts[0].Text() != text:
-				return fmt.Errorf("task: want one artifact echoing %q: %.300s", text, b)
-			case len(t.History) == 0 || messageText(t.History[0]) != text:
-				return fmt.Errorf("task: history lacks the user message: %.300s", b)
-			}
+		if err := r.Result.check(kind, text, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check checks the decoded answer of a "reply" or "task" message echoing text; raw is the
+// answer, for the error.
+func (r *sendResult) check(kind, text string, raw []byte) error {
+	switch kind {
+	case "reply":
+		m := r.Message
+		if m == nil || r.Task != nil || m.Role != a2a.MessageRoleAgent || messageText(m) != text {
+			return fmt.Errorf("reply: want a direct agent message echoing %q: %.300s", text, raw)
+		}
+	case "task":
+		t := r.Task
+		switch {
+		case t == nil || r.Message != nil:
+			return fmt.Errorf("task: want a task: %.300s", raw)
+		case t.Status.State != a2a.TaskStateCompleted:
+			return fmt.Errorf("task: state %s, want completed", t.Status.State)
+		case len(t.Artifacts) != 1 || len(t.Artifacts[0].Parts) != 1 || t.Artifacts[0].Parts[0].Text() != text:
+			return fmt.Errorf("task: want one artifact echoing %q: %.300s", text, raw)
+		case len(t.History) == 0 || messageText(t.History[0]) != text:
+			return fmt.Errorf("task: history lacks the user message: %.300s", raw)
 		}
 	}
 	return nil
@@ -319,6 +398,7 @@ type measurement struct {
 	lat       []time.Duration // per call (or whole stream)
 	ttfe      []time.Duration // streams: time to first event
 	serverCPU time.Duration   // CPU the server process used during the loops (-1: unknown)
+	clientCPU time.Duration   // CPU this process (the load client) used meanwhile (-1: unknown)
 	err       error
 }
 

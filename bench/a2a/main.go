@@ -1,17 +1,19 @@
 // Command a2a is the benchmark harness for our A2A v1.0 server (engine + binding) against
-// a2a-go v2's own server.
+// a2a-go v2's own server, over JSON-RPC and over our capnweb binding.
 //
 // In one run it starts three servers on 127.0.0.1, each in its own process (this binary
 // re-executed with -role), all running the same echo executor:
 //
 //   - ours-sqlite: engine.New on store/sqlite (a file in a temp dir, the durable default),
 //     served by binding.NewHTTPHandler;
-//   - ours-memory: the same on store/memory;
+//   - ours-memory: the same on store/memory, which also serves the capnweb binding;
 //   - a2ago: a2asrv.NewHandler (a2a-go's in-memory task store) served by a2asrv.NewJSONRPCHandler.
 //
-// It drives them with one Go load client that posts raw JSON-RPC bodies over a tuned
-// keep-alive http.Client, in rounds that alternate between the servers, prints a table with the
-// ratios against a2a-go and checks the performance targets. See README.md.
+// It drives them with one Go load client, in rounds that alternate between the contenders: raw
+// JSON-RPC bodies over a tuned keep-alive http.Client for the JSON-RPC servers, and the capnweb
+// Go client over one WebSocket for the capnweb binding of ours-memory (columns capnweb and
+// capnweb-rs). It prints a table with the ratios against a2a-go and against our own JSON-RPC,
+// and checks the performance targets. See README.md.
 package main
 
 import (
@@ -30,17 +32,21 @@ import (
 )
 
 // workloadNames lists the workload groups in the order they run (-only selects among them).
-var workloadNames = []string{"send", "stream", "client"}
+var workloadNames = []string{"send", "stream", "pipeline", "client"}
 
-// serverNames lists the servers, in table order; a2ago is the reference of the ratios.
+// serverNames lists the server processes, in start order.
 var serverNames = []string{"ours-sqlite", "ours-memory", "a2ago"}
+
+// selectNames are what -servers selects: the server processes measured over JSON-RPC, and
+// capnweb, the capnweb binding of the ours-memory process (which it starts).
+var selectNames = []string{"ours-sqlite", "ours-memory", "capnweb", "a2ago"}
 
 const reference = "a2ago"
 
 var (
 	rolePort    = flag.Int("port", 0, "internal (-role): port to listen on")
 	roleDB      = flag.String("db", "", "internal (-role ours-sqlite): the SQLite file")
-	profileFlag = flag.String("profile", "", "write CPU profiles of our servers into this directory (ours-sqlite.pprof, ours-memory.pprof); with -role ours-*: the profile file that role writes on exit")
+	profileFlag = flag.String("profile", "", "write CPU profiles of our servers and of the load client into this directory (ours-sqlite.pprof, ours-memory.pprof, client.pprof); with -role ours-*: the profile file that role writes on exit")
 )
 
 type config struct {
@@ -53,21 +59,32 @@ type config struct {
 	dur        time.Duration // length of each measurement (all rounds together)
 	maxCalls   int           // bound on the calls (or streams) of one measurement
 	rounds     int           // alternating rounds a measurement is split into
-	streamN    int           // artifact updates per stream
+	streamN    int           // artifact updates per token stream (16 in flight)
+	burstN     int           // artifact updates of the long stream (1 in flight)
 }
 
 func (c *config) want(w string) bool { return c.only == nil || c.only[w] }
+
+// selected reports whether -servers selected name (one of selectNames).
+func (c *config) selected(name string) bool { return slices.Contains(c.servers, name) }
+
+// runs reports whether the server process name must run: selected itself, or serving the
+// capnweb binding.
+func (c *config) runs(name string) bool {
+	return c.selected(name) || (name == "ours-memory" && c.selected("capnweb"))
+}
 
 func main() {
 	role := flag.String("role", "", "internal: run as a server (ours-sqlite | ours-memory | a2ago) instead of the harness")
 	quick := flag.Bool("quick", false, "short run (~40 s): shorter measurements, fewer rounds")
 	only := flag.String("only", "", "comma-separated workloads to run: "+strings.Join(workloadNames, ","))
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	servers := flag.String("servers", strings.Join(serverNames, ","), "servers to start and measure")
+	servers := flag.String("servers", strings.Join(selectNames, ","), "servers to measure (capnweb: the capnweb binding of ours-memory)")
 	dur := flag.Duration("time", 0, "length of each measurement (default 5s, 1s with -quick)")
 	warm := flag.Duration("warm", 0, "warm-up before each measurement (default 500ms, 150ms with -quick)")
 	rounds := flag.Int("rounds", 0, "alternating rounds each measurement is split into (default 4, 2 with -quick)")
-	streamN := flag.Int("stream-n", 100, "artifact update events per stream")
+	streamN := flag.Int("stream-n", 100, "artifact update events per token stream (16 streams in flight)")
+	burstN := flag.Int("burst-n", 1000, "artifact update events of the long stream (one stream at a time)")
 	flag.Parse()
 
 	switch *role {
@@ -86,7 +103,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	cfg := &config{quick: *quick, jsonPath: *jsonPath, streamN: *streamN}
+	cfg := &config{quick: *quick, jsonPath: *jsonPath, streamN: *streamN, burstN: *burstN}
 	cfg.dur, cfg.warm, cfg.maxCalls, cfg.rounds = 5*time.Second, 500*time.Millisecond, 1_000_000, 4
 	if cfg.quick {
 		cfg.dur, cfg.warm, cfg.maxCalls, cfg.rounds = 1*time.Second, 150*time.Millisecond, 200_000, 2
@@ -117,7 +134,7 @@ func main() {
 			cfg.only[w] = true
 		}
 	}
-	cfg.servers = harness.MustParseList(*servers, serverNames, "server")
+	cfg.servers = harness.MustParseList(*servers, selectNames, "server")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -136,15 +153,21 @@ func run(ctx context.Context, cfg *config) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "servers:")
-	for _, name := range cfg.servers {
-		s := srvs.get(name)
-		fmt.Fprintf(os.Stderr, " %s=pid %d port %d;", name, s.PID, s.Port)
+	for _, name := range serverNames {
+		if s := srvs.get(name); s != nil {
+			fmt.Fprintf(os.Stderr, " %s=pid %d port %d;", name, s.PID, s.Port)
+		}
 	}
 	fmt.Fprintln(os.Stderr)
 
 	r := &runner{cfg: cfg, srvs: srvs, env: env}
 	r.loadStart = harness.LoadAvg()
+	stopProfile := func() {}
+	if cfg.profileDir != "" {
+		stopProfile = harness.StartCPUProfile(filepath.Join(cfg.profileDir, "client.pprof"))
+	}
 	harness.RunWorkloads(ctx, workloadNames, cfg.want, r.runWorkload)
+	stopProfile()
 	r.loadEnd = harness.LoadAvg()
 	r.dbSize = srvs.dbSize()
 	srvs.stopAll()
@@ -161,8 +184,8 @@ func run(ctx context.Context, cfg *config) error {
 		fmt.Fprintf(os.Stderr, "wrote %s\n", cfg.jsonPath)
 	}
 	if cfg.profileDir != "" {
-		for _, n := range []string{"ours-sqlite", "ours-memory"} {
-			if slices.Contains(cfg.servers, n) {
+		for _, n := range []string{"ours-sqlite", "ours-memory", "client"} {
+			if n == "client" || cfg.runs(n) {
 				p := filepath.Join(cfg.profileDir, n+".pprof")
 				fmt.Fprintf(os.Stderr, "%s CPU profile: %s (go tool pprof -top %s)\n", n, p, p)
 			}

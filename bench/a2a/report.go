@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/binding"
+
 	"github.com/a2awebcap/a2awebcap/bench/internal/harness"
 )
 
@@ -22,6 +24,8 @@ type report struct {
 	DBBytes int64             `json:"sqlite_bytes_at_end,omitempty"`
 	Results []Result          `json:"results"`
 	Targets []harness.Target  `json:"targets"`
+
+	streams []streamWorkload // the stream workloads, for the targets
 }
 
 func (r *runner) report() *report {
@@ -42,11 +46,16 @@ func (r *runner) report() *report {
 		Measure: fmt.Sprintf("warm-up %v, then %v (or %d calls) in %d rounds alternating between the servers", r.cfg.warm, r.cfg.dur, r.cfg.maxCalls, r.cfg.rounds),
 		DBBytes: r.dbSize,
 		Results: r.results,
+		streams: r.streamWorkloads(),
 	}
-	for _, name := range r.cfg.servers {
-		if s := r.srvs.get(name); s != nil {
+	for _, name := range serverNames {
+		if s := r.srvs.get(name); s != nil && r.cfg.selected(name) {
 			rep.Servers[name] = s.desc
 		}
+	}
+	if r.cfg.selected("capnweb") {
+		rep.Servers["capnweb"] = "ours-memory's process through its capnweb binding (WebSocket at " + binding.DefaultCapnwebPath + "); streams to an observer function"
+		rep.Servers["capnweb-rs"] = "the same; streams as the ReadableStream the call returns"
 	}
 	rep.Targets = rep.targets()
 	return rep
@@ -86,6 +95,10 @@ var (
 	mCPUEv   = metric{Name: "srv CPU µs/event ↓", Get: func(r *Result) float64 { return r.ServerCPUus }, Format: fmtUs}
 	mStreams = metric{Name: "streams/s ↑", Get: func(r *Result) float64 { return r.CallsPerSec }, Format: fmtCount}
 	mRSS     = metric{Name: "srv RSS MiB (after)", Get: func(r *Result) float64 { return r.RSSMiB }, Format: func(v float64) string { return fmt.Sprintf("%.0f", v) }}
+	mSeqs    = metric{Name: "sequences/s ↑", Get: func(r *Result) float64 { return r.CallsPerSec }, Format: fmtCount}
+	mCPUSeq  = metric{Name: "srv CPU µs/seq ↓", Get: func(r *Result) float64 { return r.ServerCPUus }, Format: fmtUs}
+	mCli     = metric{Name: "cli CPU µs/call ↓", Get: func(r *Result) float64 { return r.ClientCPUus }, Format: fmtUs}
+	mCliEv   = metric{Name: "cli CPU µs/event ↓", Get: func(r *Result) float64 { return r.ClientCPUus }, Format: fmtUs}
 )
 
 var (
@@ -93,12 +106,19 @@ var (
 	fmtUs    = harness.FormatMicros
 )
 
-// resultTable is the table of the results: the three servers, and ours' ratios to a2a-go's.
+// columnNames lists the table's columns, each a server reached through a binding (contender).
+var columnNames = []string{"ours-sqlite", "ours-memory", "capnweb", "capnweb-rs", "a2ago"}
+
+// resultTable is the table of the results: the contenders, ours' ratios to a2a-go's, and
+// capnweb's to our own JSON-RPC (the same server process).
 var resultTable = harness.Table[Result]{
-	Servers: serverNames,
+	Servers: columnNames,
 	Ratios: []harness.Ratio{
 		{Header: "sqlite/a2ago", Num: "ours-sqlite", Den: reference},
 		{Header: "memory/a2ago", Num: "ours-memory", Den: reference},
+		{Header: "capnweb/memory", Num: "capnweb", Den: "ours-memory"},
+		{Header: "capnweb/a2ago", Num: "capnweb", Den: reference},
+		{Header: "rs/a2ago", Num: "capnweb-rs", Den: reference},
 	},
 	Key:     func(r *Result) (string, string, bool) { return r.Workload, r.Server, r.Err != "" },
 	Metrics: metricsFor,
@@ -106,10 +126,17 @@ var resultTable = harness.Table[Result]{
 
 // metricsFor lists the table lines of a workload.
 func metricsFor(workload string) []metric {
-	if strings.HasPrefix(workload, "stream") {
-		return []metric{mEvents, mTTFE50, mTTFE99, mStreams, mStream, mCPUEv, mRSS}
+	switch {
+	case strings.HasPrefix(workload, "ttfe"):
+		return []metric{mTTFE50, mTTFE99, mStream, mStreams}
+	case strings.HasPrefix(workload, "stream"), strings.HasPrefix(workload, "burst"):
+		return []metric{mEvents, mTTFE50, mTTFE99, mStreams, mStream, mCPUEv, mCliEv, mRSS}
+	case strings.HasPrefix(workload, "dep/3call"):
+		return []metric{mP50, mP99, mSeqs, mCPUSeq}
+	case strings.HasPrefix(workload, "dep/"):
+		return []metric{mP50, mP99, mRate, mCPU}
 	}
-	return []metric{mRate, mP50, mP99, mCPU}
+	return []metric{mRate, mP50, mP99, mCPU, mCli}
 }
 
 func (rep *report) print(w io.Writer) {
@@ -118,8 +145,9 @@ func (rep *report) print(w io.Writer) {
 		rep.Env.CPUs, rep.Env.CPUModel, rep.Env.GOOS, rep.Env.GOARCH, rep.Env.GoVersion, harness.OrDash(rep.Env.A2AGo),
 		harness.OrDash(rep.Env.TempFS), rep.Load[0], rep.Load[1])
 	fmt.Fprintf(w, "each measurement: %s\n", rep.Measure)
-	fmt.Fprintln(w, "client: one Go process posting raw JSON-RPC bodies (keep-alive http.Client, one connection per worker); a2aclient-* rows use a2a-go's a2aclient")
-	for _, n := range serverNames {
+	fmt.Fprintln(w, "client: one Go process (the servers are other processes on the same 2 cores): raw JSON-RPC bodies (keep-alive http.Client, one connection per worker);")
+	fmt.Fprintln(w, "  capnweb columns: the capnweb Go client, one WebSocket per measurement shared by all in-flight calls; a2aclient-* rows use a2a-go's a2aclient")
+	for _, n := range columnNames {
 		if d, ok := rep.Servers[n]; ok {
 			fmt.Fprintf(w, "  %-11s = %s\n", n, d)
 		}
@@ -131,7 +159,7 @@ func (rep *report) print(w io.Writer) {
 
 	resultTable.Write(w, rep.Results)
 
-	fmt.Fprintln(w, "\nratios are ours divided by a2a-go's (↑: > 1 means ours is better; ↓: < 1 means ours is better)")
+	fmt.Fprintln(w, "\nratios are the first column's value divided by the second's (↑: > 1 means the first is better; ↓: < 1 means the first is better)")
 	for _, res := range rep.Results {
 		if res.Err != "" {
 			fmt.Fprintf(w, "ERROR %s on %s: %s\n", res.Workload, res.Server, res.Err)
@@ -146,19 +174,9 @@ func (rep *report) print(w io.Writer) {
 
 func (rep *report) targets() []harness.Target {
 	var out []harness.Target
-	// ratioCheck: value = get(a)/get(b) must be ≥ limit (atLeast) or ≤ limit.
-	ratioCheck := func(name string, a, b *Result, get func(*Result) float64, f func(float64) string, unit string, limit float64, atLeast bool) {
-		t := harness.NotMeasured(name, limit)
-		if a != nil && b != nil && get(a) > 0 && get(b) > 0 {
-			t.Value = get(a) / get(b)
-			ok, op := t.Value <= limit, "≤"
-			if atLeast {
-				ok, op = t.Value >= limit, "≥"
-			}
-			t.Status = harness.Verdict(ok)
-			t.Detail = fmt.Sprintf("%.2f× (need %s %.2f×): %s vs %s %s", t.Value, op, limit, f(get(a)), f(get(b)), unit)
-		}
-		out = append(out, t)
+	// ratio: get(a)/get(b) must be ≥ limit (atLeast) or ≤ limit.
+	ratio := func(name string, a, b *Result, get func(*Result) float64, f func(float64) string, unit string, limit float64, atLeast bool) {
+		out = append(out, harness.RatioTarget(name, a, b, get, limit, atLeast, f, unit))
 	}
 	// below: get(a) must be < limit.
 	below := func(name string, a *Result, get func(*Result) float64, limit float64, unit string) {
@@ -175,28 +193,31 @@ func (rep *report) targets() []harness.Target {
 	p50 := func(r *Result) float64 { return r.P50us }
 
 	const tput = "send-task/c16"
-	ratioCheck("sqlite: "+tput+" ≥ 1.5× a2a-go", rep.find(tput, "ours-sqlite"), rep.find(tput, reference), rate, fmtCount, "calls/s", 1.5, true)
-	ratioCheck("memory: "+tput+" ≥ 3× a2a-go", rep.find(tput, "ours-memory"), rep.find(tput, reference), rate, fmtCount, "calls/s", 3, true)
+	ratio("sqlite: "+tput+" ≥ 1.5× a2a-go", rep.find(tput, "ours-sqlite"), rep.find(tput, reference), rate, fmtCount, "calls/s", 1.5, true)
+	ratio("memory: "+tput+" ≥ 3× a2a-go", rep.find(tput, "ours-memory"), rep.find(tput, reference), rate, fmtCount, "calls/s", 3, true)
+	ratio("capnweb: "+tput+" ≥ 2× our JSON-RPC", rep.find(tput, "capnweb"), rep.find(tput, "ours-memory"), rate, fmtCount, "calls/s", 2, true)
 
-	sk := ""
-	for _, res := range rep.Results {
-		if strings.HasPrefix(res.Workload, "stream") {
-			sk = res.Workload
-			break
-		}
-	}
+	// The token stream (16 in flight) and the long stream, named after -stream-n and -burst-n.
+	tokens, long := rep.streams[0].key, rep.streams[1].key
 	for _, ours := range []string{"ours-sqlite", "ours-memory"} {
 		short := strings.TrimPrefix(ours, "ours-")
-		a, b := rep.find(sk, ours), rep.find(sk, reference)
-		ratioCheck(short+": stream events/s ≥ 3× a2a-go", a, b, events, fmtCount, "events/s", 3, true)
-		below(short+": stream 1st event p50 < 5 ms", a, func(r *Result) float64 { return r.TTFEP50us }, 5000, "µs")
-		below(short+": stream 1st event p99 < 5 ms", a, func(r *Result) float64 { return r.TTFEP99us }, 5000, "µs")
+		a, b := rep.find(tokens, ours), rep.find(tokens, reference)
+		ratio(short+": "+tokens+" events/s ≥ 3× a2a-go", a, b, events, fmtCount, "events/s", 3, true)
+		below(short+": "+tokens+" 1st event p50 < 5 ms", a, func(r *Result) float64 { return r.TTFEP50us }, 5000, "µs")
+		below(short+": "+tokens+" 1st event p99 < 5 ms", a, func(r *Result) float64 { return r.TTFEP99us }, 5000, "µs")
 	}
+	for _, sk := range []string{long, tokens} {
+		for _, cw := range []string{"capnweb", "capnweb-rs"} {
+			ratio(cw+": "+sk+" events/s ≥ 5× a2a-go", rep.find(sk, cw), rep.find(sk, reference), events, fmtCount, "events/s", 5, true)
+		}
+	}
+	ratio("capnweb: dep/3call pipelined p50 ≤ 1.5× dep/1call", rep.find("dep/3call", "capnweb"), rep.find("dep/1call", "capnweb"), p50, fmtUs, "µs", 1.5, false)
+
 	for _, kind := range []string{"reply", "task"} {
 		for _, c := range sendConcurrency {
 			k := fmt.Sprintf("send-%s/c%d", kind, c)
 			for _, ours := range []string{"ours-sqlite", "ours-memory"} {
-				ratioCheck(strings.TrimPrefix(ours, "ours-")+": "+k+" p50 ≤ a2a-go's", rep.find(k, ours), rep.find(k, reference), p50, fmtUs, "µs", 1, false)
+				ratio(strings.TrimPrefix(ours, "ours-")+": "+k+" p50 ≤ a2a-go's", rep.find(k, ours), rep.find(k, reference), p50, fmtUs, "µs", 1, false)
 			}
 		}
 	}

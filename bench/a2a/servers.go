@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/binding"
+
 	"github.com/a2awebcap/a2awebcap/bench/internal/harness"
 )
 
@@ -73,8 +75,9 @@ func fsType(dir string) string {
 // server is one server process.
 type server struct {
 	*harness.Process
-	url  string // the JSON-RPC endpoint
-	desc string // what runs, for the report
+	url   string // the JSON-RPC endpoint
+	wsURL string // the capnweb binding's WebSocket endpoint (ours-* only)
+	desc  string // what runs, for the report
 }
 
 type serverSet struct {
@@ -130,7 +133,10 @@ func startServers(ctx context.Context, cfg *config) (*serverSet, error) {
 	}
 	ss.tmp = tmp // removed by stopAll
 
-	for _, name := range cfg.servers {
+	for _, name := range serverNames {
+		if !cfg.runs(name) {
+			continue
+		}
 		argv := []string{self, "-role", name}
 		var desc string
 		switch name {
@@ -139,7 +145,7 @@ func startServers(ctx context.Context, cfg *config) (*serverSet, error) {
 			argv = append(argv, "-db", ss.db)
 			desc = "engine.New + store/sqlite (file in " + tmp + ", WAL, synchronous=NORMAL) + binding.NewHTTPHandler"
 		case "ours-memory":
-			desc = "engine.New + store/memory + binding.NewHTTPHandler"
+			desc = "engine.New + store/memory + binding.NewHTTPHandler (JSON-RPC, and capnweb at " + binding.DefaultCapnwebPath + ")"
 		case "a2ago":
 			desc = "a2a-go a2asrv.NewHandler (taskstore.NewInMemory, fixed user) + a2asrv.NewJSONRPCHandler"
 		}
@@ -175,5 +181,8 @@ func startServer(ctx context.Context, name string, argv []string) (*server, erro
 	if err != nil {
 		return nil, err
 	}
-	return &server{Process: p, url: fmt.Sprintf("http://127.0.0.1:%d%s", p.Port, jsonrpcPath)}, nil
+	return &server{Process: p,
+		url:   fmt.Sprintf("http://127.0.0.1:%d%s", p.Port, jsonrpcPath),
+		wsURL: fmt.Sprintf("ws://127.0.0.1:%d%s", p.Port, binding.DefaultCapnwebPath),
+	}, nil
 }

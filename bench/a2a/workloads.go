@@ -1,8 +1,8 @@
 package main
 
-// The workloads. Each measures the servers in alternating rounds (ours-sqlite, ours-memory,
-// a2ago, then ours-memory, a2ago, ours-sqlite, ...), so that the ratios compare runs made under
-// the same background load.
+// The workloads. Each measures its contenders (a server reached through a binding) in
+// alternating rounds (ours-sqlite, ours-memory, capnweb, a2ago, then ours-memory, capnweb, a2ago,
+// ours-sqlite, ...), so that the ratios compare runs made under the same background load.
 
 import (
 	"context"
@@ -15,26 +15,31 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
+	"github.com/a2awebcap/a2awebcap/capnweb"
+
 	"github.com/a2awebcap/a2awebcap/bench/internal/harness"
 )
 
 // Result is one measurement of one workload against one server.
 type Result struct {
 	Workload     string  `json:"workload"` // e.g. "send-task/c16"
-	Server       string  `json:"server"`   // ours-sqlite | ours-memory | a2ago
-	Client       string  `json:"client"`   // raw (JSON-RPC bodies) | a2aclient
-	Calls        int     `json:"calls"`    // calls (or streams) completed in the measured loops
+	Server       string  `json:"server"`   // the column: ours-sqlite | ours-memory | capnweb | capnweb-rs | a2ago
+	Client       string  `json:"client"`   // raw (JSON-RPC bodies) | a2aclient | capnweb (the Go client)
+	Calls        int     `json:"calls"`    // calls (streams, sequences) completed in the measured loops
 	Events       int     `json:"events,omitempty"`
 	Seconds      float64 `json:"seconds"`
 	CallsPerSec  float64 `json:"calls_per_sec"`
 	EventsPerSec float64 `json:"events_per_sec,omitempty"`
-	P50us        float64 `json:"p50_us"` // per call; per whole stream for streams
+	P50us        float64 `json:"p50_us"` // per call; per whole stream or sequence
 	P99us        float64 `json:"p99_us"`
 	MeanUs       float64 `json:"mean_us"`
 	TTFEP50us    float64 `json:"ttfe_p50_us,omitempty"` // streams: time to first event
 	TTFEP99us    float64 `json:"ttfe_p99_us,omitempty"`
 	// ServerCPUus is the server process's CPU time per call (per event for streams).
 	ServerCPUus float64 `json:"server_cpu_us,omitempty"`
+	// ClientCPUus is the load client's (this process's) CPU time per call or event: the client
+	// shares the 2 cores with the server.
+	ClientCPUus float64 `json:"client_cpu_us,omitempty"`
 	RSSMiB      float64 `json:"server_rss_mib,omitempty"` // after the measurement
 	Err         string  `json:"error,omitempty"`
 }
@@ -57,21 +62,64 @@ func (r *runner) add(res Result) {
 	case res.Err != "":
 		msg += " ERROR " + res.Err
 	case res.EventsPerSec > 0:
-		msg += fmt.Sprintf(" streams=%d %.0f events/s ttfe p50=%.0fµs p99=%.0fµs stream p50=%.1fms srvCPU=%.1fµs/event",
-			res.Calls, res.EventsPerSec, res.TTFEP50us, res.TTFEP99us, res.P50us/1000, res.ServerCPUus)
+		msg += fmt.Sprintf(" streams=%d %.0f events/s ttfe p50=%.0fµs p99=%.0fµs stream p50=%.1fms srvCPU=%.1fµs/event cliCPU=%.1fµs/event",
+			res.Calls, res.EventsPerSec, res.TTFEP50us, res.TTFEP99us, res.P50us/1000, res.ServerCPUus, res.ClientCPUus)
 	default:
-		msg += fmt.Sprintf(" n=%d %.0f calls/s p50=%.0fµs p99=%.0fµs srvCPU=%.1fµs/call",
-			res.Calls, res.CallsPerSec, res.P50us, res.P99us, res.ServerCPUus)
+		msg += fmt.Sprintf(" n=%d %.0f calls/s p50=%.0fµs p99=%.0fµs srvCPU=%.1fµs/call cliCPU=%.1fµs/call",
+			res.Calls, res.CallsPerSec, res.P50us, res.P99us, res.ServerCPUus, res.ClientCPUus)
 	}
 	fmt.Fprintln(os.Stderr, msg)
 }
 
-// servers returns the running servers, in table order.
-func (r *runner) servers() []*server {
-	var out []*server
-	for _, n := range serverNames {
-		if s := r.srvs.get(n); s != nil {
-			out = append(out, s)
+// bindingKind is how the load client reaches a server.
+type bindingKind int
+
+const (
+	viaJSONRPC   bindingKind = iota // raw JSON-RPC bodies (SSE for streams)
+	viaCapnweb                      // the capnweb Go client; streams delivered to an observer
+	viaCapnwebRS                    // the same; streams delivered as a ReadableStream
+)
+
+// contender is one column of the table: a server process reached through one binding.
+type contender struct {
+	name string // the column: ours-sqlite | ours-memory | capnweb | capnweb-rs | a2ago
+	srv  *server
+	via  bindingKind
+}
+
+// clientName is the Result.Client of the contender's measurements.
+func (c *contender) clientName(jsonrpc string) string {
+	if c.via == viaJSONRPC {
+		return jsonrpc
+	}
+	return "capnweb"
+}
+
+// contenders returns the measured contenders among names (columnNames), in table order.
+func (r *runner) contenders(names ...string) []*contender {
+	var out []*contender
+	for _, n := range columnNames {
+		if !slices.Contains(names, n) {
+			continue
+		}
+		c := &contender{name: n}
+		switch n {
+		case "capnweb", "capnweb-rs":
+			if !r.cfg.selected("capnweb") {
+				continue
+			}
+			c.srv, c.via = r.srvs.get("ours-memory"), viaCapnweb
+			if n == "capnweb-rs" {
+				c.via = viaCapnwebRS
+			}
+		default:
+			if !r.cfg.selected(n) {
+				continue
+			}
+			c.srv = r.srvs.get(n)
+		}
+		if c.srv != nil {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -79,105 +127,161 @@ func (r *runner) servers() []*server {
 
 var sendConcurrency = []int{1, 16, 64}
 
-// streamConcurrency is the number of streams in flight in the streaming workload.
+// streamConcurrency is the number of streams in flight in the token-stream workload.
 const streamConcurrency = 16
 
+// streamWorkload is one streaming workload: "<cmd> n" (see echoExecutor) with inflight streams.
+type streamWorkload struct {
+	key         string
+	cmd         string
+	n, inflight int
+}
+
+// streamWorkloads are the token stream (-stream-n appends, 16 in flight), the long stream
+// (-burst-n small events that do not grow the task, one at a time) and the time to first event
+// (a one-event stream, one at a time, for many samples).
+func (r *runner) streamWorkloads() []streamWorkload {
+	return []streamWorkload{
+		{fmt.Sprintf("stream%d/s%d", r.cfg.streamN, streamConcurrency), "stream", r.cfg.streamN, streamConcurrency},
+		{fmt.Sprintf("burst%d/s1", r.cfg.burstN), "burst", r.cfg.burstN, 1},
+		{"ttfe/s1", "stream", 1, 1},
+	}
+}
+
+// The contenders of each kind of workload.
+var (
+	jsonrpcColumns = []string{"ours-sqlite", "ours-memory", "a2ago"}
+	sendColumns    = []string{"ours-sqlite", "ours-memory", "capnweb", "a2ago"}
+	streamColumns  = columnNames
+)
+
 func (r *runner) runWorkload(ctx context.Context, w string) {
-	all := r.servers()
 	switch w {
 	case "send":
 		for _, kind := range []string{"reply", "task"} {
 			for _, c := range sendConcurrency {
-				r.compare(ctx, fmt.Sprintf("send-%s/c%d", kind, c), "raw", all, c, false,
-					func(ctx context.Context, s *server, hc *http.Client) (callFunc, func(), error) {
-						return sendOp(hc, s.url, kind), nil, nil
+				r.compare(ctx, fmt.Sprintf("send-%s/c%d", kind, c), "raw", r.contenders(sendColumns...), c, false,
+					func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
+						if c.via != viaJSONRPC {
+							return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc { return capnwebSendOp(main, kind) })
+						}
+						return sendOp(hc, c.srv.url, kind), nil, nil
 					})
 			}
 		}
 	case "stream":
-		n := r.cfg.streamN
-		r.compare(ctx, fmt.Sprintf("stream%d/s%d", n, streamConcurrency), "raw", all, streamConcurrency, true,
-			func(ctx context.Context, s *server, hc *http.Client) (callFunc, func(), error) {
-				return streamOp(hc, s.url, n), nil, nil
+		for _, st := range r.streamWorkloads() {
+			r.compare(ctx, st.key, "raw", r.contenders(streamColumns...), st.inflight, true,
+				func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
+					if c.via != viaJSONRPC {
+						return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc {
+							return capnwebStreamOp(main, st.cmd, st.n, c.via == viaCapnwebRS)
+						})
+					}
+					return streamOp(hc, c.srv.url, st.cmd, st.n), nil, nil
+				})
+		}
+	case "pipeline":
+		r.compare(ctx, "dep/1call", "raw", r.contenders(sendColumns...), 1, false,
+			func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
+				if c.via != viaJSONRPC {
+					return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc { return capnwebSendOp(main, "task") })
+				}
+				return sendOp(hc, c.srv.url, "task"), nil, nil
 			})
+		for _, pipelined := range []bool{true, false} {
+			key, columns := "dep/3call", sendColumns
+			if !pipelined {
+				key, columns = "dep/3call-awaited", []string{"capnweb"}
+			}
+			r.compare(ctx, key, "raw", r.contenders(columns...), 1, false,
+				func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
+					if c.via != viaJSONRPC {
+						return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc { return capnwebDepOp(main, pipelined) })
+					}
+					return depOp(hc, c.srv.url), nil, nil
+				})
+		}
 	case "client":
-		r.compare(ctx, "a2aclient-task/c16", "a2aclient", all, 16, false, clientSetup)
+		r.compare(ctx, "a2aclient-task/c16", "a2aclient", r.contenders(jsonrpcColumns...), 16, false, clientSetup)
 	}
 }
 
-// setupFunc prepares a workload against one server, given the HTTP client made for it: the
+// setupFunc prepares a workload against one contender, given the HTTP client made for it: the
 // function to loop and an optional cleanup.
-type setupFunc func(ctx context.Context, s *server, hc *http.Client) (callFunc, func(), error)
+type setupFunc func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error)
 
-// compare measures one workload on several servers. Each server gets a fresh HTTP client, a
-// check of its answers and its warm-up first; then the measured time is split into rounds that
-// alternate between the servers (the starting server rotates), so that a burst of background
-// load on this shared machine hits all of them alike.
-func (r *runner) compare(ctx context.Context, key, client string, servers []*server, workers int, stream bool, setup setupFunc) {
-	if ctx.Err() != nil || len(servers) == 0 {
+// compare measures one workload on several contenders. Each gets a fresh HTTP client, a check
+// of its answers and its warm-up first; then the measured time is split into rounds that
+// alternate between them (the starting one rotates), so that a burst of background load on this
+// shared machine hits all of them alike. client names the JSON-RPC client in the results.
+func (r *runner) compare(ctx context.Context, key, client string, contenders []*contender, workers int, stream bool, setup setupFunc) {
+	if ctx.Err() != nil || len(contenders) == 0 {
 		return
 	}
-	type contender struct {
-		s    *server
+	type entry struct {
+		c    *contender
 		f    callFunc
 		acc  measurement
 		done bool // failed: out of the remaining rounds
 	}
 	rounds := r.cfg.rounds
-	var cs []*contender
-	for _, s := range servers {
-		c := &contender{s: s}
-		cs = append(cs, c)
+	var es []*entry
+	for _, c := range contenders {
+		e := &entry{c: c}
+		es = append(es, e)
 		hc := newHTTPClient()
 		defer hc.CloseIdleConnections()
-		if err := s.Alive(); err != nil {
-			c.acc.err, c.done = err, true
+		if err := c.srv.Alive(); err != nil {
+			e.acc.err, e.done = err, true
 			continue
 		}
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := verify(vctx, hc, s.url)
+		err := verifyContender(vctx, c, hc)
 		cancel()
 		if err != nil {
-			c.acc.err, c.done = fmt.Errorf("check: %w", err), true
+			e.acc.err, e.done = fmt.Errorf("check: %w", err), true
 			continue
 		}
-		f, cleanup, err := setup(ctx, s, hc)
+		f, cleanup, err := setup(ctx, c, hc)
 		if err != nil {
-			c.acc.err, c.done = err, true
+			e.acc.err, e.done = err, true
 			continue
 		}
 		if cleanup != nil {
 			defer cleanup()
 		}
-		c.f = f
+		e.f = f
 		if w := loop(ctx, workers, r.cfg.warm, r.cfg.maxCalls, f); w.err != nil {
-			c.acc.err, c.done = fmt.Errorf("warm-up: %w", w.err), true
+			e.acc.err, e.done = fmt.Errorf("warm-up: %w", w.err), true
 		}
 	}
-	harness.Rounds(rounds, len(cs), func(i int) {
-		c := cs[i]
-		if c.done || ctx.Err() != nil {
+	harness.Rounds(rounds, len(es), func(i int) {
+		e := es[i]
+		if e.done || ctx.Err() != nil {
 			return
 		}
 		var m measurement
-		harness.AddCPU(&c.acc.serverCPU, harness.CPUDuring(c.s.PID, func() {
-			m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), r.cfg.maxCalls/rounds, c.f)
+		harness.AddCPU(&e.acc.clientCPU, harness.CPUDuring(os.Getpid(), func() {
+			harness.AddCPU(&e.acc.serverCPU, harness.CPUDuring(e.c.srv.PID, func() {
+				m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), r.cfg.maxCalls/rounds, e.f)
+			}))
 		}))
-		c.acc.calls += m.calls
-		c.acc.events += m.events
-		c.acc.elapsed += m.elapsed
-		c.acc.lat = append(c.acc.lat, m.lat...)
-		c.acc.ttfe = append(c.acc.ttfe, m.ttfe...)
+		e.acc.calls += m.calls
+		e.acc.events += m.events
+		e.acc.elapsed += m.elapsed
+		e.acc.lat = append(e.acc.lat, m.lat...)
+		e.acc.ttfe = append(e.acc.ttfe, m.ttfe...)
 		if m.err != nil {
-			c.acc.err, c.done = m.err, true
+			e.acc.err, e.done = m.err, true
 		}
 	})
-	for _, c := range cs {
-		slices.Sort(c.acc.lat)
-		slices.Sort(c.acc.ttfe)
-		rss, _ := harness.RSS(c.s.PID)
-		res := Result{Workload: key, Server: c.s.Name, Client: client, RSSMiB: float64(rss) / (1 << 20)}
-		fill(&res, c.acc, stream)
+	for _, e := range es {
+		slices.Sort(e.acc.lat)
+		slices.Sort(e.acc.ttfe)
+		rss, _ := harness.RSS(e.c.srv.PID)
+		res := Result{Workload: key, Server: e.c.name, Client: e.c.clientName(client), RSSMiB: float64(rss) / (1 << 20)}
+		fill(&res, e.acc, stream)
 		r.add(res)
 	}
 }
@@ -203,6 +307,9 @@ func fill(res *Result, m measurement, stream bool) {
 		res.TTFEP99us = us(harness.Quantile(m.ttfe, 0.99))
 		per = m.events
 	}
+	if m.clientCPU >= 0 && per > 0 {
+		res.ClientCPUus = us(m.clientCPU) / float64(per)
+	}
 	if m.serverCPU >= 0 && per > 0 {
 		res.ServerCPUus = us(m.serverCPU) / float64(per)
 	}
@@ -212,9 +319,9 @@ var us = harness.Micros
 
 // clientSetup is the cross-check: the same completed-task SendMessage made through a2a-go's own
 // client (a2aclient over JSON-RPC, on the same tuned http.Client), which decodes every answer.
-func clientSetup(ctx context.Context, s *server, hc *http.Client) (callFunc, func(), error) {
+func clientSetup(ctx context.Context, ct *contender, hc *http.Client) (callFunc, func(), error) {
 	c, err := a2aclient.NewFromEndpoints(ctx,
-		[]*a2a.AgentInterface{a2a.NewAgentInterface(s.url, a2a.TransportProtocolJSONRPC)},
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(ct.srv.url, a2a.TransportProtocolJSONRPC)},
 		a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
 		return nil, nil, err

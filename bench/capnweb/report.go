@@ -149,37 +149,26 @@ func (rep *report) print(w io.Writer) {
 
 func (rep *report) targets() []harness.Target {
 	var out []harness.Target
-	// atLeast: value = a/b must be ≥ limit; atMost: ≤ limit.
-	check := func(name string, a, b *Result, get func(*Result) float64, limit float64, atLeast bool, what string) {
-		t := harness.NotMeasured(name, limit)
-		if a != nil && b != nil && get(a) > 0 && get(b) > 0 {
-			t.Value = get(a) / get(b)
-			ok := t.Value <= limit
-			op := "≤"
-			if atLeast {
-				ok, op = t.Value >= limit, "≥"
-			}
-			t.Status = harness.Verdict(ok)
-			t.Detail = fmt.Sprintf("%.2f× (need %s %.2f×): %s", t.Value, op, limit, what)
-		}
-		out = append(out, t)
+	// check: get(a)/get(b) must be ≥ limit (atLeast) or ≤ limit; unit follows the two values.
+	check := func(name string, a, b *Result, get func(*Result) float64, f func(float64) string, limit float64, atLeast bool, unit string) {
+		out = append(out, harness.RatioTarget(name, a, b, get, limit, atLeast, f, unit))
 	}
 	rate := func(r *Result) float64 { return r.CallsPerSec }
 	p50 := func(r *Result) float64 { return r.P50us }
 	for _, op := range []string{"add", "echo", "counter"} {
 		k := "inflight16/" + op
 		g, n := rep.find(k, "go"), rep.find(k, "node")
-		check(k+" ≥ 2× Node", g, n, rate, 2, true, pair("calls/s", g, n, rate, fmtCount))
+		check(k+" ≥ 2× Node", g, n, rate, fmtCount, 2, true, "calls/s")
 	}
 	for _, op := range []string{"add", "echo", "counter"} {
 		k := "inflight16/" + op
 		g, e := rep.find(k, "go"), rep.find(k, "echo")
-		check(k+" ≥ 60% of raw echo", g, e, rate, 0.6, true, pair("calls/s", g, e, rate, fmtCount))
+		check(k+" ≥ 60% of raw echo", g, e, rate, fmtCount, 0.6, true, "calls/s")
 	}
 	for _, op := range []string{"add", "echo", "counter"} {
 		k := "seq/" + op
 		g, n := rep.find(k, "go"), rep.find(k, "node")
-		check(k+" p50 ≤ 0.6× Node", g, n, p50, 0.6, false, pair("µs", g, n, p50, fmtUs))
+		check(k+" p50 ≤ 0.6× Node", g, n, p50, fmtUs, 0.6, false, "µs")
 	}
 	{
 		t := harness.NotMeasured("idle session ≤ 8 KiB", 8192)
@@ -199,21 +188,13 @@ func (rep *report) targets() []harness.Target {
 	}
 	{
 		g, one := rep.find("chain/pipelined10", "go"), rep.find("chain/1call", "go")
-		check("pipelined 10-chain ≤ 1.5× one round trip", g, one, p50, 1.5, false,
-			pair("µs p50, chain vs 1 call", g, one, p50, fmtUs))
+		check("pipelined 10-chain ≤ 1.5× one round trip", g, one, p50, fmtUs, 1.5, false, "µs p50, chain vs 1 call")
 	}
 	{
 		g, n := rep.find("batch100/add", "go"), rep.find("batch100/add", "node")
-		check("batch of 100 ≥ 2× Node calls/s", g, n, rate, 2, true, pair("calls/s", g, n, rate, fmtCount))
+		check("batch of 100 ≥ 2× Node calls/s", g, n, rate, fmtCount, 2, true, "calls/s")
 	}
 	return out
-}
-
-func pair(unit string, a, b *Result, get func(*Result) float64, f func(float64) string) string {
-	if a == nil || b == nil {
-		return ""
-	}
-	return fmt.Sprintf("%s vs %s %s", f(get(a)), f(get(b)), unit)
 }
 
 func (rep *report) writeJSON(path string) error { return harness.WriteJSON(path, rep) }

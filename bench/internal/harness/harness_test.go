@@ -84,3 +84,25 @@ func TestTable(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+func TestRatioTarget(t *testing.T) {
+	type res struct{ v float64 }
+	get := func(r *res) float64 { return r.v }
+	tests := []struct {
+		a, b       *res
+		atLeast    bool
+		wantStatus string
+		wantDetail string
+	}{
+		{&res{4}, &res{2}, true, "PASS", "2.00× (need ≥ 1.50×): 4 vs 2 calls/s"},
+		{&res{4}, &res{2}, false, "FAIL", "2.00× (need ≤ 1.50×): 4 vs 2 calls/s"},
+		{nil, &res{2}, true, "SKIP", "not measured in this run"},
+		{&res{4}, &res{0}, true, "SKIP", "not measured in this run"},
+	}
+	for _, tt := range tests {
+		got := RatioTarget("t", tt.a, tt.b, get, 1.5, tt.atLeast, FormatCount, "calls/s")
+		if got.Status != tt.wantStatus || got.Detail != tt.wantDetail {
+			t.Errorf("RatioTarget(%v, %v, atLeast %v) = %s %q, want %s %q", tt.a, tt.b, tt.atLeast, got.Status, got.Detail, tt.wantStatus, tt.wantDetail)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 )
 
@@ -27,6 +28,25 @@ func Verdict(ok bool) string {
 		return "PASS"
 	}
 	return "FAIL"
+}
+
+// RatioTarget is the target name checking get(a)/get(b) against limit: the ratio must be at
+// least limit when atLeast, else at most. A nil result or a zero value (not measured, or failed)
+// leaves it SKIP. The detail prints the ratio, then both values with format and their unit.
+func RatioTarget[R any](name string, a, b *R, get func(*R) float64, limit float64, atLeast bool, format func(float64) string, unit string) Target {
+	t := NotMeasured(name, limit)
+	if a == nil || b == nil || get(a) <= 0 || get(b) <= 0 {
+		return t
+	}
+	va, vb := get(a), get(b)
+	t.Value = va / vb
+	ok, op := t.Value <= limit, "≤"
+	if atLeast {
+		ok, op = t.Value >= limit, "≥"
+	}
+	t.Status = Verdict(ok)
+	t.Detail = fmt.Sprintf("%.2f× (need %s %.2f×): %s vs %s %s", t.Value, op, limit, format(va), format(vb), unit)
+	return t
 }
 
 // WriteJSON writes v to path as indented JSON with a final newline.

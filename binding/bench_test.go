@@ -1,0 +1,152 @@
+package binding
+
+// Benchmarks of the capnweb binding's hot path, without the network or an agent:
+//
+//	go test -run '^$' -bench Capnweb -benchmem ./binding
+//
+// CapnwebSendMessage: one sendMessage through a client session, the binding and a server
+// session joined by capnweb.Pipe (seq: one call at a time; inflight16: 16 calls in flight on
+// the one session), answered by cannedHandler at once (canned: the binding and capnweb alone) or
+// after 300µs (io300us: calls that block, which must not hold up the calls behind them), or by
+// the engine on a memory store running the tests' echo agent (engine). CapnwebWire: the binding's conversions alone (toWire of
+// the SendMessageResponse, fromWire of the request).
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2awebcap/a2awebcap/capnweb"
+)
+
+// cannedHandler answers SendMessage with the completed task an echo agent would have made (see
+// benchTask), after waiting wait (an agent or a store doing I/O); its other methods are not
+// implemented.
+type cannedHandler struct {
+	a2asrv.RequestHandler
+	wait time.Duration
+}
+
+func (h cannedHandler) SendMessage(_ context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	if h.wait > 0 {
+		time.Sleep(h.wait)
+	}
+	return benchTask(req.Message), nil
+}
+
+// benchTask is the completed task of an echo agent for m, shaped like the engine's: history,
+// one text artifact, a timestamped status and the event sequence number in its metadata.
+func benchTask(m *a2a.Message) *a2a.Task {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
+	info := a2a.TaskInfo{TaskID: "019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f", ContextID: "019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90"}
+	h := *m
+	h.TaskID, h.ContextID = info.TaskID, info.ContextID
+	return &a2a.Task{
+		ID:        info.TaskID,
+		ContextID: info.ContextID,
+		History:   []*a2a.Message{&h},
+		Artifacts: []*a2a.Artifact{{ID: "019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e91", Parts: a2a.ContentParts{a2a.NewTextPart("echo: " + textOf(m))}}},
+		Status:    a2a.TaskStatus{State: a2a.TaskStateCompleted, Timestamp: &now},
+		Metadata:  map[string]any{seqKey: int64(3)},
+	}
+}
+
+// capnwebPipe serves h's capnweb binding to a new client session over an in-memory pipe and
+// returns the client's session, closed by tb.Cleanup.
+func capnwebPipe(tb testing.TB, h a2asrv.RequestHandler) *capnweb.Session {
+	tb.Helper()
+	hh := NewHTTPHandler(h, testCard(), nil).(*httpHandler)
+	main, err := hh.capnweb.newMain(httptest.NewRequest(http.MethodGet, DefaultCapnwebPath, nil))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ct, st := capnweb.Pipe()
+	server := capnweb.NewSession(st, main, &capnweb.Options{SendError: func(err error) *capnweb.Error { return capnwebError(err) }})
+	client := capnweb.NewSession(ct, nil, nil)
+	tb.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client
+}
+
+func sendAndCheck(ctx context.Context, main *capnweb.Stub) error {
+	p := main.Call("sendMessage", userMessageWire("hello"))
+	defer p.Release()
+	v, err := p.Await(ctx)
+	if err != nil {
+		return err
+	}
+	if st := v.(map[string]any)["task"].(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
+		return capnweb.Errorf("state %v", st)
+	}
+	return nil
+}
+
+func BenchmarkCapnwebSendMessage(b *testing.B) {
+	handlers := []struct {
+		name string
+		make func(b *testing.B) a2asrv.RequestHandler
+	}{
+		{"canned", func(*testing.B) a2asrv.RequestHandler { return cannedHandler{} }},
+		{"io300us", func(*testing.B) a2asrv.RequestHandler { return cannedHandler{wait: 300 * time.Microsecond} }},
+		{"engine", func(b *testing.B) a2asrv.RequestHandler { h, _ := newEngineHandler(b); return h }},
+	}
+	for _, hc := range handlers {
+		b.Run(hc.name+"/seq", func(b *testing.B) {
+			main := capnwebPipe(b, hc.make(b)).Main()
+			ctx := b.Context()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := sendAndCheck(ctx, main); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(hc.name+"/inflight16", func(b *testing.B) {
+			main := capnwebPipe(b, hc.make(b)).Main()
+			ctx := b.Context()
+			b.ReportAllocs()
+			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) // 16 goroutines in flight
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := sendAndCheck(ctx, main); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkCapnwebWire(b *testing.B) {
+	req := userMessageWire("hello")
+	var sreq a2a.SendMessageRequest
+	if err := fromWire(req, &sreq); err != nil {
+		b.Fatal(err)
+	}
+	res := a2a.StreamResponse{Event: benchTask(sreq.Message)}
+	b.Run("toWire", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := toWire(res); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fromWire", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r a2a.SendMessageRequest
+			if err := fromWire(req, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
