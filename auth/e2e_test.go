@@ -18,7 +18,7 @@ import (
 
 // A server protected by Any(JWT, API key in the query), end to end: the card declares both,
 // refusals are 401/403 on the wire, capnweb's authenticate takes a real token, and each
-// principal sees only its own tasks on JSON-RPC and capnweb (WebSocket and batch).
+// principal sees only its own tasks on every binding.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	iss := newTestIssuer(t)
@@ -32,6 +32,7 @@ func TestEndToEnd(t *testing.T) {
 	srv := a2atest.Start(t, &a2atest.Options{
 		Card:     card,
 		HTTP:     &binding.Options{Authenticate: Any(jwtS, keys)},
+		GRPC:     &binding.GRPCOptions{Authenticate: Any(jwtS, keys)},
 		WrapHTTP: Middleware,
 	})
 	token := func(sub string, scope string) string {
@@ -122,7 +123,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingCapnweb, client.BindingCapnwebBatch} {
+	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingREST, client.BindingGRPC, client.BindingCapnweb, client.BindingCapnwebBatch} {
 		t.Run("scoping over "+string(b), func(t *testing.T) {
 			connect := func(sub string) *client.Client {
 				c, err := client.New(ctx, srv.URL, &client.Options{Binding: b, Header: bearerHeader(token(sub, "a2a"))})
@@ -133,6 +134,14 @@ func TestEndToEnd(t *testing.T) {
 				return c
 			}
 			alice, bob := connect("alice-"+string(b)), connect("bob-"+string(b))
+			anon, err := client.New(ctx, srv.URL, &client.Options{Binding: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = anon.Destroy() })
+			if _, err := anon.ListTasks(ctx, &a2a.ListTasksRequest{}); err == nil {
+				t.Error("ListTasks without credentials succeeded")
+			}
 			res, err := alice.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))})
 			if err != nil {
 				t.Fatal(err)

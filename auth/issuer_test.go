@@ -28,7 +28,7 @@ type testIssuer struct {
 	keys []jose.JSONWebKey // the published set
 }
 
-func newTestIssuer(t *testing.T) *testIssuer {
+func newTestIssuer(t testing.TB) *testIssuer {
 	t.Helper()
 	iss := &testIssuer{}
 	iss.rotate(t, "k1", false)
@@ -49,7 +49,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 }
 
 // rotate makes a new signing key kid; keep says whether the old ones stay published.
-func (iss *testIssuer) rotate(t *testing.T, kid string, keep bool) {
+func (iss *testIssuer) rotate(t testing.TB, kid string, keep bool) {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -76,7 +76,7 @@ func (iss *testIssuer) claims(sub string) jwt.Claims {
 }
 
 // mint signs claims (and extra ones) with the current key.
-func (iss *testIssuer) mint(t *testing.T, c jwt.Claims, extra map[string]any) string {
+func (iss *testIssuer) mint(t testing.TB, c jwt.Claims, extra map[string]any) string {
 	t.Helper()
 	iss.mu.Lock()
 	key, kid := iss.key, iss.kid
@@ -84,7 +84,7 @@ func (iss *testIssuer) mint(t *testing.T, c jwt.Claims, extra map[string]any) st
 	return sign(t, jose.RS256, key, kid, c, extra)
 }
 
-func sign(t *testing.T, alg jose.SignatureAlgorithm, key crypto.PrivateKey, kid string, c jwt.Claims, extra map[string]any) string {
+func sign(t testing.TB, alg jose.SignatureAlgorithm, key crypto.PrivateKey, kid string, c jwt.Claims, extra map[string]any) string {
 	t.Helper()
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
@@ -102,7 +102,7 @@ func sign(t *testing.T, alg jose.SignatureAlgorithm, key crypto.PrivateKey, kid 
 }
 
 // jwtScheme is a JWT scheme trusting iss, for audience "agent".
-func (iss *testIssuer) jwtScheme(t *testing.T, opts *JWTOptions) *JWT {
+func (iss *testIssuer) jwtScheme(t testing.TB, opts *JWTOptions) *JWT {
 	t.Helper()
 	o := JWTOptions{}
 	if opts != nil {
@@ -119,7 +119,7 @@ func (iss *testIssuer) jwtScheme(t *testing.T, opts *JWTOptions) *JWT {
 
 func bearerHeader(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
 
-func newKey(t *testing.T) *rsa.PrivateKey {
+func newKey(t testing.TB) *rsa.PrivateKey {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

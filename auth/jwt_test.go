@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,18 +109,63 @@ func TestJWTKeyRotation(t *testing.T) {
 func TestJWTKeySetExpiry(t *testing.T) {
 	t.Parallel()
 	iss := newTestIssuer(t)
-	s := iss.jwtScheme(t, &JWTOptions{KeyTTL: time.Millisecond, KeyMinRefresh: time.Hour})
+	s := iss.jwtScheme(t, &JWTOptions{KeyMinRefresh: time.Hour})
 	old := iss.mint(t, iss.claims("alice"), nil)
 	if _, err := s.Authenticate(t.Context(), bearerHeader(old)); err != nil {
 		t.Fatal(err)
 	}
 	iss.rotate(t, "k2", false)
-	time.Sleep(5 * time.Millisecond)
+	s.keys.mu.Lock()
+	s.keys.expires = time.Now().Add(-time.Second) // KeyTTL has passed
+	s.keys.mu.Unlock()
 	if _, err := s.Authenticate(t.Context(), bearerHeader(old)); !errors.Is(err, errUnknownKey) {
 		t.Errorf("retired key after expiry: %v, want errUnknownKey", err)
 	}
 	if _, err := s.Authenticate(t.Context(), bearerHeader(iss.mint(t, iss.claims("alice"), nil))); err != nil {
 		t.Errorf("new key: %v", err)
+	}
+}
+
+// Many requests naming an unknown key at once cause one fetch, not one each.
+func TestJWTConcurrentFetch(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	s := iss.jwtScheme(t, nil)
+	tok := selfSigned(t, iss.claims("alice"), nil)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if _, err := s.Authenticate(t.Context(), bearerHeader(tok)); !errors.Is(err, errUnknownKey) {
+				t.Errorf("Authenticate() = %v, want errUnknownKey", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := iss.fetches.Load(); got != 1 {
+		t.Errorf("key set fetched %d times, want 1", got)
+	}
+}
+
+// The key set endpoint failing leaves the keys held in use.
+func TestJWTKeySetOutage(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	s := iss.jwtScheme(t, nil)
+	tok := iss.mint(t, iss.claims("alice"), nil)
+	if _, err := s.Authenticate(t.Context(), bearerHeader(tok)); err != nil {
+		t.Fatal(err)
+	}
+	iss.srv.Close()
+	s.keys.mu.Lock()
+	s.keys.expires = time.Now().Add(-time.Second)
+	s.keys.mu.Unlock()
+	if _, err := s.Authenticate(t.Context(), bearerHeader(tok)); err != nil {
+		t.Errorf("during an outage: %v, want the held key to verify", err)
+	}
+
+	fresh := iss.jwtScheme(t, nil) // never fetched: nothing to fall back on
+	if _, err := fresh.Authenticate(t.Context(), bearerHeader(tok)); !errors.Is(err, a2a.ErrUnauthenticated) || errors.Is(err, errUnknownKey) {
+		t.Errorf("no keys ever fetched: %v, want UNAUTHENTICATED (cannot verify)", err)
 	}
 }
 
@@ -159,7 +205,7 @@ func TestOIDCDiscovery(t *testing.T) {
 }
 
 // unsigned is a token with header alg and no signature.
-func unsigned(t *testing.T, alg string, c jwt.Claims, extra map[string]any) string {
+func unsigned(t testing.TB, alg string, c jwt.Claims, extra map[string]any) string {
 	t.Helper()
 	tok := sign(t, jose.HS256, make([]byte, 32), "k1", c, extra)
 	parts := strings.Split(tok, ".")
@@ -169,7 +215,7 @@ func unsigned(t *testing.T, alg string, c jwt.Claims, extra map[string]any) stri
 
 // confused is the algorithm-confusion attack: HS256 keyed with the issuer's public key (PEM,
 // as a naive verifier would read it).
-func confused(t *testing.T, iss *testIssuer, c jwt.Claims, extra map[string]any) string {
+func confused(t testing.TB, iss *testIssuer, c jwt.Claims, extra map[string]any) string {
 	t.Helper()
 	iss.mu.Lock()
 	pub := &iss.key.PublicKey
@@ -201,7 +247,7 @@ func swapPayload(tok, other string) string {
 }
 
 // selfSigned is a token signed by a key of the attacker's, with a kid the issuer never used.
-func selfSigned(t *testing.T, c jwt.Claims, extra map[string]any) string {
+func selfSigned(t testing.TB, c jwt.Claims, extra map[string]any) string {
 	t.Helper()
 	other := newKey(t)
 	return sign(t, jose.RS256, other, "attacker", c, extra)
