@@ -121,6 +121,17 @@ func TestEndToEnd(t *testing.T) {
 		if _, err := session.Call("sendMessage", msg).Await(ctx); err != nil {
 			t.Errorf("sendMessage on the authenticated session: %v", err)
 		}
+
+		// An API key in the query of the upgrade (through Middleware) makes the main object
+		// carol's session.
+		byKey, err := capnweb.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+binding.DefaultCapnwebPath+"?key=k-carol", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = byKey.Close() })
+		if _, err := byKey.Main().Call("sendMessage", msg).Await(ctx); err != nil {
+			t.Errorf("sendMessage on a connection opened with an API key: %v", err)
+		}
 	})
 
 	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingREST, client.BindingGRPC, client.BindingCapnweb, client.BindingCapnwebBatch} {

@@ -14,6 +14,9 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 )
 
 // testCA issues client certificates.
@@ -120,4 +123,19 @@ func TestMTLS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On gRPC the scheme reads the peer's TLS state.
+func TestMTLSGRPCPeer(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t, "client CA")
+	cert := ca.client(t, "spiffe://example.org/bob")
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}, VerifiedChains: [][]*x509.Certificate{{leaf, ca.cert}}}
+	ctx := peer.NewContext(t.Context(), &peer.Peer{AuthInfo: credentials.TLSInfo{State: state}})
+	check(t, ctx, NewMTLS("mtls", nil), nil, "spiffe://example.org/bob", nil)
+	check(t, t.Context(), NewMTLS("mtls", nil), nil, "", errAbsent)
 }
