@@ -21,6 +21,7 @@ type authConfig struct {
 	apiKeyHeader string
 	jwtIssuer    string
 	jwtAudience  string
+	jwtScopes    string
 	jwksURL      string
 	oidcIssuer   string
 }
@@ -37,6 +38,7 @@ func (a *authConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&a.apiKeyHeader, "api-key-header", envOr("A2AWEBCAP_API_KEY_HEADER", "X-API-Key"), "the header carrying API keys (A2AWEBCAP_API_KEY_HEADER)")
 	fs.StringVar(&a.jwtIssuer, "jwt-issuer", envOr("A2AWEBCAP_JWT_ISSUER", ""), "accept bearer JWTs from this issuer `URL` (needs -jwks-url and -jwt-audience) (A2AWEBCAP_JWT_ISSUER)")
 	fs.StringVar(&a.jwtAudience, "jwt-audience", envOr("A2AWEBCAP_JWT_AUDIENCE", ""), "the aud a bearer JWT must carry (A2AWEBCAP_JWT_AUDIENCE)")
+	fs.StringVar(&a.jwtScopes, "jwt-scopes", envOr("A2AWEBCAP_JWT_SCOPES", ""), "comma-separated `scopes` a bearer JWT must all carry (scope or scp claim); empty: none (A2AWEBCAP_JWT_SCOPES)")
 	fs.StringVar(&a.jwksURL, "jwks-url", envOr("A2AWEBCAP_JWKS_URL", ""), "the -jwt-issuer's key set `URL` (A2AWEBCAP_JWKS_URL)")
 	fs.StringVar(&a.oidcIssuer, "oidc-issuer", envOr("A2AWEBCAP_OIDC_ISSUER", ""), "accept bearer JWTs from this OpenID provider `URL`, keys found by discovery (needs -jwt-audience) (A2AWEBCAP_OIDC_ISSUER)")
 }
@@ -44,23 +46,29 @@ func (a *authConfig) flags(fs *flag.FlagSet) {
 // schemes builds the configured schemes, in the order Any tries them.
 func (a *authConfig) schemes(ctx context.Context) ([]auth.Scheme, error) {
 	var out []auth.Scheme
+	var scopes []string
+	for sc := range strings.SplitSeq(a.jwtScopes, ",") {
+		if sc = strings.TrimSpace(sc); sc != "" {
+			scopes = append(scopes, sc)
+		}
+	}
 	switch {
 	case a.oidcIssuer != "" && a.jwtIssuer != "":
 		return nil, errors.New("-oidc-issuer and -jwt-issuer: give one")
 	case a.oidcIssuer != "":
-		s, err := auth.NewOIDC(ctx, "oidc", &auth.JWTOptions{Issuer: a.oidcIssuer, Audience: a.jwtAudience})
+		s, err := auth.NewOIDC(ctx, "oidc", &auth.JWTOptions{Issuer: a.oidcIssuer, Audience: a.jwtAudience, Scopes: scopes})
 		if err != nil {
 			return nil, fmt.Errorf("-oidc-issuer: %w", err)
 		}
 		out = append(out, s)
 	case a.jwtIssuer != "":
-		s, err := auth.NewJWT("bearer", &auth.JWTOptions{Issuer: a.jwtIssuer, Audience: a.jwtAudience, JWKSURL: a.jwksURL})
+		s, err := auth.NewJWT("bearer", &auth.JWTOptions{Issuer: a.jwtIssuer, Audience: a.jwtAudience, JWKSURL: a.jwksURL, Scopes: scopes})
 		if err != nil {
 			return nil, fmt.Errorf("-jwt-issuer: %w", err)
 		}
 		out = append(out, s)
-	case a.jwksURL != "":
-		return nil, errors.New("-jwks-url needs -jwt-issuer")
+	case a.jwksURL != "", len(scopes) > 0:
+		return nil, errors.New("-jwks-url and -jwt-scopes need -jwt-issuer or -oidc-issuer")
 	}
 	keys, err := a.keys()
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2awebcap/a2awebcap/auth"
 )
 
 // serve with API keys refuses callers without one, serves callers with one, and says so on
@@ -75,6 +78,7 @@ func TestServeAuthFlagErrors(t *testing.T) {
 		{"-jwks-url", "https://id.example/jwks"},
 		{"-jwt-issuer", "https://id.example", "-jwks-url", "https://id.example/jwks"}, // no audience
 		{"-oidc-issuer", "https://a.example", "-jwt-issuer", "https://b.example"},
+		{"-jwt-scopes", "a2a"},
 	} {
 		cfg, err := parseServe(args)
 		if err != nil {
@@ -83,5 +87,25 @@ func TestServeAuthFlagErrors(t *testing.T) {
 		if _, err := cfg.auth.schemes(t.Context()); err == nil {
 			t.Errorf("serve %v: no error", args)
 		}
+	}
+}
+
+// -jwt-issuer with -jwt-scopes and an API key: the card declares both, with the scopes.
+func TestServeAuthDeclared(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServe([]string{"-jwt-issuer", "https://id.example", "-jwt-audience", "agent",
+		"-jwks-url", "https://id.example/jwks", "-jwt-scopes", "a2a, read", "-api-key", "k=bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemes, err := cfg.auth.schemes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card a2a.AgentCard
+	auth.Declare(&card, schemes...)
+	want := a2a.SecurityRequirementsOptions{{"bearer": {"a2a", "read"}}, {"apiKey": {}}}
+	if diff := cmp.Diff(want, card.SecurityRequirements); diff != "" {
+		t.Errorf("declared requirements (-want +got):\n%s", diff)
 	}
 }
