@@ -35,6 +35,7 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzSession$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzFromWire$$' -fuzztime=$(FUZZTIME) ./binding
+	$(GO) test -run='^$$' -fuzz='^FuzzJWT$$' -fuzztime=$(FUZZTIME) ./auth
 
 bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios
 	$(GO) run ./bench/capnweb

@@ -28,6 +28,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2awebcap/a2awebcap/agents"
+	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/engine"
@@ -79,6 +80,7 @@ type serveConfig struct {
 	addr, grpcAddr, db, agent, name, baseURL, logLevel, capnwebJS string
 	drain                                                         time.Duration
 	serve03                                                       bool
+	auth                                                          authConfig
 }
 
 func serve(args []string) error {
@@ -130,6 +132,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
+	c.auth.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -166,19 +169,30 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		log.Warn("tasks left running by the previous process were marked failed", "count", n)
 	}
 
+	// No scheme configured: no authentication, and the card declares none.
+	schemes, err := c.auth.schemes(ctx)
+	if err != nil {
+		return err
+	}
+	var authenticate binding.Authenticator
+	if len(schemes) > 0 {
+		auth.Declare(card, schemes...)
+		authenticate = auth.Any(schemes...)
+	}
+
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
-		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03,
+		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("/", a2aHTTP)
 	serveWeb(mux, c.capnwebJS, log)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: auth.Middleware(mux), ReadHeaderTimeout: 10 * time.Second}
 	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
 	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })
 
@@ -190,7 +204,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gs := binding.NewGRPCServer(eng, &binding.GRPCOptions{Card: card, Serve03: c.serve03})
+		gs := binding.NewGRPCServer(eng, &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate})
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}

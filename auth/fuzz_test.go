@@ -1,0 +1,33 @@
+package auth
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// FuzzJWT: whatever the bearer token, the scheme answers without panicking, and anything other
+// than the seed's valid token is refused as UNAUTHENTICATED or not recognised.
+func FuzzJWT(f *testing.F) {
+	iss := newTestIssuer(f)
+	s := iss.jwtScheme(f, nil)
+	valid := iss.mint(f, iss.claims("alice"), map[string]any{"scope": "a2a"})
+	f.Add(valid)
+	f.Add(tamper(valid))
+	f.Add(unsigned(f, "none", iss.claims("alice"), nil))
+	f.Add("a.b.c")
+	f.Add("..")
+	f.Fuzz(func(t *testing.T, tok string) {
+		u, err := s.Authenticate(t.Context(), bearerHeader(tok))
+		switch {
+		case err == nil:
+			if u.Name != "alice" {
+				t.Errorf("accepted %q as %v", tok, u)
+			}
+		case errors.Is(err, errAbsent), errors.Is(err, a2a.ErrUnauthenticated):
+		default:
+			t.Errorf("Authenticate(%q) = %v, want UNAUTHENTICATED", tok, err)
+		}
+	})
+}

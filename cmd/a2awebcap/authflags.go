@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2awebcap/a2awebcap/auth"
+)
+
+// authConfig is how serve authenticates callers. Zero: it does not.
+type authConfig struct {
+	apiKeys      keyFlag // KEY=PRINCIPAL
+	apiKeysFile  string
+	apiKeyHeader string
+	jwtIssuer    string
+	jwtAudience  string
+	jwtScopes    string
+	jwksURL      string
+	oidcIssuer   string
+}
+
+// keyFlag is a repeatable KEY=PRINCIPAL flag.
+type keyFlag []string
+
+func (k *keyFlag) String() string     { return fmt.Sprintf("%d keys", len(*k)) }
+func (k *keyFlag) Set(v string) error { *k = append(*k, v); return nil }
+
+func (a *authConfig) flags(fs *flag.FlagSet) {
+	fs.Var(&a.apiKeys, "api-key", "accept the API `KEY=PRINCIPAL` in the -api-key-header header (repeatable; visible to ps: prefer -api-keys-file)")
+	fs.StringVar(&a.apiKeysFile, "api-keys-file", envOr("A2AWEBCAP_API_KEYS_FILE", ""), "`file` of API keys, one KEY=PRINCIPAL a line, # comments (A2AWEBCAP_API_KEYS_FILE)")
+	fs.StringVar(&a.apiKeyHeader, "api-key-header", envOr("A2AWEBCAP_API_KEY_HEADER", "X-API-Key"), "the header carrying API keys (A2AWEBCAP_API_KEY_HEADER)")
+	fs.StringVar(&a.jwtIssuer, "jwt-issuer", envOr("A2AWEBCAP_JWT_ISSUER", ""), "accept bearer JWTs from this issuer `URL` (needs -jwks-url and -jwt-audience) (A2AWEBCAP_JWT_ISSUER)")
+	fs.StringVar(&a.jwtAudience, "jwt-audience", envOr("A2AWEBCAP_JWT_AUDIENCE", ""), "the aud a bearer JWT must carry (A2AWEBCAP_JWT_AUDIENCE)")
+	fs.StringVar(&a.jwtScopes, "jwt-scopes", envOr("A2AWEBCAP_JWT_SCOPES", ""), "comma-separated `scopes` a bearer JWT must all carry (scope or scp claim); empty: none (A2AWEBCAP_JWT_SCOPES)")
+	fs.StringVar(&a.jwksURL, "jwks-url", envOr("A2AWEBCAP_JWKS_URL", ""), "the -jwt-issuer's key set `URL` (A2AWEBCAP_JWKS_URL)")
+	fs.StringVar(&a.oidcIssuer, "oidc-issuer", envOr("A2AWEBCAP_OIDC_ISSUER", ""), "accept bearer JWTs from this OpenID provider `URL`, keys found by discovery (needs -jwt-audience) (A2AWEBCAP_OIDC_ISSUER)")
+}
+
+// schemes builds the configured schemes, in the order Any tries them.
+func (a *authConfig) schemes(ctx context.Context) ([]auth.Scheme, error) {
+	var out []auth.Scheme
+	var scopes []string
+	for sc := range strings.SplitSeq(a.jwtScopes, ",") {
+		if sc = strings.TrimSpace(sc); sc != "" {
+			scopes = append(scopes, sc)
+		}
+	}
+	switch {
+	case a.oidcIssuer != "" && a.jwtIssuer != "":
+		return nil, errors.New("-oidc-issuer and -jwt-issuer: give one")
+	case a.oidcIssuer != "":
+		s, err := auth.NewOIDC(ctx, "oidc", &auth.JWTOptions{Issuer: a.oidcIssuer, Audience: a.jwtAudience, Scopes: scopes})
+		if err != nil {
+			return nil, fmt.Errorf("-oidc-issuer: %w", err)
+		}
+		out = append(out, s)
+	case a.jwtIssuer != "":
+		s, err := auth.NewJWT("bearer", &auth.JWTOptions{Issuer: a.jwtIssuer, Audience: a.jwtAudience, JWKSURL: a.jwksURL, Scopes: scopes})
+		if err != nil {
+			return nil, fmt.Errorf("-jwt-issuer: %w", err)
+		}
+		out = append(out, s)
+	case a.jwksURL != "", len(scopes) > 0:
+		return nil, errors.New("-jwks-url and -jwt-scopes need -jwt-issuer or -oidc-issuer")
+	}
+	keys, err := a.keys()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) > 0 {
+		s, err := auth.NewAPIKey("apiKey", a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: a.apiKeyHeader}, keys)
+		if err != nil {
+			return nil, fmt.Errorf("-api-key: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// keys reads -api-key and -api-keys-file.
+func (a *authConfig) keys() (map[string]string, error) {
+	lines := append([]string(nil), a.apiKeys...)
+	if a.apiKeysFile != "" {
+		f, err := os.Open(a.apiKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("-api-keys-file: %w", err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("-api-keys-file: %w", err)
+		}
+	}
+	keys := make(map[string]string, len(lines))
+	for _, l := range lines {
+		k, p, ok := strings.Cut(l, "=")
+		if !ok || k == "" || p == "" {
+			return nil, errors.New("API keys are KEY=PRINCIPAL") // never echo the line: it holds a key
+		}
+		if _, dup := keys[k]; dup {
+			return nil, fmt.Errorf("API key of %s given twice", p)
+		}
+		keys[k] = p
+	}
+	return keys, nil
+}
