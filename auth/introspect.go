@@ -160,7 +160,11 @@ func (s *Introspection) introspect(ctx context.Context, tok string, now time.Tim
 	if res.Exp != nil && res.Exp.Time().Before(until) {
 		until = res.Exp.Time()
 	}
-	return newUser(s, principal, map[string]any{AttrScopes: scopes, AttrIssuer: res.Iss}), until, nil
+	attrs := map[string]any{AttrScopes: scopes, AttrIssuer: res.Iss}
+	if res.Exp != nil {
+		attrs[AttrExpires] = res.Exp.Time()
+	}
+	return newUser(s, principal, attrs), until, nil
 }
 
 // remember caches an active answer, first dropping expired entries when the cache is full,

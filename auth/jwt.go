@@ -171,7 +171,7 @@ func (s *JWT) Authenticate(ctx context.Context, h http.Header) (*a2asrv.User, er
 	if err := requireScopes(s.opts.Scopes, scopes); err != nil {
 		return nil, err
 	}
-	return newUser(s, principal, map[string]any{AttrScopes: scopes, AttrIssuer: std.Issuer}), nil
+	return newUser(s, principal, map[string]any{AttrScopes: scopes, AttrIssuer: std.Issuer, AttrExpires: std.Expiry.Time()}), nil
 }
 
 // bearerToken returns the token of an "Authorization: Bearer" header.

@@ -32,6 +32,9 @@ const (
 	AttrScopes = "scopes"
 	// AttrIssuer is the token's issuer (string), for bearer tokens.
 	AttrIssuer = "issuer"
+	// AttrExpires is when the credential expires (time.Time), for bearer tokens that say. The
+	// capnweb binding ends a session's rights then: its calls fail with UNAUTHENTICATED.
+	AttrExpires = "exp"
 )
 
 // errAbsent is a Scheme's answer when the request carries no credentials of its kind: Any
