@@ -389,7 +389,11 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, t.Task.ID, lastSeq-int64(len(encoded))+1, now.UnixMicro(), encoded)
+		first := lastSeq - int64(len(encoded)) + 1
+		if err := insertEvents(ctx, tx, t.Task.ID, first, now.UnixMicro(), encoded); err != nil {
+			return err
+		}
+		return enqueue(ctx, tx, t.Task.ID, first, lastSeq, now.UnixMicro())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: update task %s: %w", t.Task.ID, err)

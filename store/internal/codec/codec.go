@@ -214,3 +214,11 @@ func CheckLimit(limit int) error {
 	}
 	return nil
 }
+
+// CheckClaim validates the limit of ClaimDeliveries.
+func CheckClaim(limit int) error {
+	if limit <= 0 {
+		return fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalid, limit)
+	}
+	return nil
+}
