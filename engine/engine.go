@@ -35,11 +35,25 @@ type Options struct {
 	NoStreaming bool
 	// NoPushNotifications makes the push config operations answer PushNotificationNotSupported.
 	NoPushNotifications bool
+	// Push delivers push notifications (package push's Deliverer is one): the engine checks
+	// every push config's URL with it and wakes it after each write (the store enqueues the
+	// deliveries with the events). Nil: configs are stored and their deliveries enqueued, but
+	// nothing here sends them.
+	Push Pusher
 	// RingSize is how many recent events of a task are kept in memory for subscribers; older
 	// ones are read from the store. Zero means 256.
 	RingSize int
 	// Logger receives engine events. Nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Pusher is what the engine needs of a push notification deliverer.
+type Pusher interface {
+	// CheckURL validates a push config's URL (scheme, and an address the server may reach).
+	// Its error's text is returned to the client, so it must not reveal more than the URL.
+	CheckURL(ctx context.Context, rawURL string) error
+	// Wake tells the deliverer that deliveries may have been enqueued. It must not block.
+	Wake()
 }
 
 // Engine implements a2asrv.RequestHandler on a store.
@@ -117,9 +131,17 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		if err := e.st.Update(ctx, rec, []a2a.Event{ev}); err != nil && !errors.Is(err, store.ErrConflict) {
 			return n, err
 		}
+		e.wakePush()
 		n++
 	}
 	return n, nil
+}
+
+// wakePush tells the deliverer that a write may have enqueued deliveries.
+func (e *Engine) wakePush() {
+	if e.opts.Push != nil {
+		e.opts.Push.Wake()
+	}
 }
 
 func statusEvent(t *a2a.Task, state a2a.TaskState, text string) *a2a.TaskStatusUpdateEvent {
@@ -275,6 +297,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		if err := e.st.Update(context.WithoutCancel(ctx), next, evs); err != nil {
 			return err
 		}
+		e.wakePush()
 		rec = next
 		ts.mu.Lock()
 		e.publishLocked(ts, cloneRec(rec), evs)

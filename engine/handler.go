@@ -33,8 +33,10 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	if len(req.Message.Parts) == 0 {
 		return nil, owner, 0, fmt.Errorf("%w: message.parts must not be empty", a2a.ErrInvalidParams)
 	}
-	if req.Config != nil && req.Config.PushConfig != nil && e.opts.NoPushNotifications {
-		return nil, owner, 0, a2a.ErrPushNotificationNotSupported
+	if req.Config != nil && req.Config.PushConfig != nil {
+		if err := e.checkPushConfig(ctx, req.Config.PushConfig); err != nil {
+			return nil, owner, 0, err
+		}
 	}
 	owner = ownerOf(ctx, req.Tenant)
 	msg := *req.Message
@@ -97,7 +99,9 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	// The user's message is always recorded, even when a client reuses a message ID.
 	next.Task.History = append(next.Task.History, &msg)
 	snapshot := cloneTask(next.Task)
-	if err := e.st.Update(ctx, next, []a2a.Event{snapshot}); err != nil {
+	err = e.st.Update(ctx, next, []a2a.Event{snapshot})
+	e.wakePush()
+	if err != nil {
 		ts.mu.Lock()
 		ts.run = nil
 		ts.mu.Unlock()
@@ -315,6 +319,7 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
+		e.wakePush()
 		if err != nil {
 			return nil, err
 		}
@@ -498,12 +503,26 @@ func (e *Engine) pushAllowed() error {
 	return nil
 }
 
-func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+// checkPushConfig validates a push config a client sends: push is on, and the URL is one the
+// server may send to.
+func (e *Engine) checkPushConfig(ctx context.Context, cfg *a2a.PushConfig) error {
 	if err := e.pushAllowed(); err != nil {
-		return nil, err
+		return err
 	}
-	if req.URL == "" {
-		return nil, fmt.Errorf("%w: url is required", a2a.ErrInvalidParams)
+	if cfg.URL == "" {
+		return fmt.Errorf("%w: url is required", a2a.ErrInvalidParams)
+	}
+	if e.opts.Push != nil {
+		if err := e.opts.Push.CheckURL(ctx, cfg.URL); err != nil {
+			return fmt.Errorf("%w: push notification url refused: %w", a2a.ErrInvalidParams, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if err := e.checkPushConfig(ctx, req); err != nil {
+		return nil, err
 	}
 	cfg := *req
 	if cfg.ID == "" {

@@ -104,7 +104,7 @@ func (g *guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 		ips = []netip.Addr{ip}
 	} else {
 		if ips, err = g.resolver.LookupNetIP(ctx, "ip", host); err != nil {
-			return nil, fmt.Errorf("push: resolve %s: %w", host, err)
+			return nil, fmt.Errorf("push: cannot resolve %s", host)
 		}
 	}
 	if len(ips) == 0 {
@@ -112,7 +112,8 @@ func (g *guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	}
 	for _, ip := range ips {
 		if !g.allowed(ip) {
-			return nil, fmt.Errorf("%w: %s resolves to %s", ErrBlocked, host, ip.Unmap())
+			// The resolved address is not named: the caller may not learn internal DNS.
+			return nil, fmt.Errorf("%w: %s is not a public address", ErrBlocked, host)
 		}
 	}
 	return ips, nil
@@ -147,7 +148,8 @@ func (g *guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 }
 
 // checkURL validates a push config's URL when it is set: http or https, a host, and (unless
-// the host is allow-listed) only allowed addresses.
+// the host is allow-listed) only allowed addresses. Its errors name nothing but the URL's
+// parts, so they may be shown to the client that sent it.
 func (g *guard) checkURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
