@@ -185,6 +185,7 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	execCtx *a2asrv.ExecutorContext
+	push    []*a2a.PushConfig // for a new task: the configs its creation stores
 }
 
 // state returns the live state of a task, creating it. release must be called when done.
@@ -231,10 +232,10 @@ func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Even
 // ---- runs ----
 
 // startRun starts the executor on a task. rec is nil for a new task (created when the first
-// event arrives), with initial its first state. Caller holds ts.mu.
-func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task) {
+// event arrives, with the push configs push), with initial its first state. Caller holds ts.mu.
+func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task, push []*a2a.PushConfig) {
 	ctx, cancel := context.WithCancelCause(e.ctx)
-	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx}
+	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
 	e.wg.Add(1)
 	go func() {
@@ -277,10 +278,12 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			if _, isTask := evs[0].(*a2a.Task); isTask && len(evs) == 1 {
 				logged = evs
 			}
-			nr := &store.Task{Task: t, Owner: ts.owner}
+			nr := &store.Task{Task: t, Owner: ts.owner, PushConfigs: r.push}
 			if err := e.st.Create(context.WithoutCancel(ctx), nr, logged); err != nil {
 				return err
 			}
+			nr.PushConfigs = nil
+			e.wakePush()
 			rec = nr
 			ts.mu.Lock()
 			e.publishLocked(ts, cloneRec(rec), logged)

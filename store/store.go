@@ -58,6 +58,12 @@ type Task struct {
 	LastSeq int64     // sequence number of the newest event in the task's log (0: none)
 	Created time.Time // set by Create (UTC, microsecond precision)
 	Updated time.Time // set by Create and Update (UTC, µs); List orders by it, newest first
+
+	// PushConfigs, given to Create, are stored with the task (as PutPushConfig would, each
+	// with the task's ID), and the deliveries of the task's first events are enqueued for
+	// them: a config sent with the message that creates a task misses none of its events.
+	// Update ignores it; reads leave it nil.
+	PushConfigs []*a2a.PushConfig
 }
 
 // Event is one entry of a task's event log.
@@ -105,7 +111,8 @@ type Store interface {
 	// Create stores a new task (t.Task.ID set by the caller) and its first events, whose
 	// sequence numbers start at 1, in one transaction. It sets t.Version to 1, t.LastSeq, and
 	// t.Created and t.Updated to now. ErrExists if the ID is taken. The task is owned by
-	// t.Owner; the Version, LastSeq, Created and Updated the caller passed are ignored.
+	// t.Owner; the Version, LastSeq, Created and Updated the caller passed are ignored. It
+	// also stores t.PushConfigs (ErrInvalid if one has no ID).
 	Create(ctx context.Context, t *Task, events []a2a.Event) error
 
 	// Update replaces the task and appends events to its log, in one transaction, if the stored

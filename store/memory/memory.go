@@ -117,6 +117,10 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return err
 	}
+	cfgIDs, cfgs, err := codec.EncodePushConfigs(t)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -136,6 +140,13 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		task:      data,
 	}
 	r.append(encoded, now)
+	for i, id := range cfgIDs {
+		if r.push == nil {
+			r.push = make(map[string][]byte)
+		}
+		r.push[id] = cfgs[i]
+	}
+	s.enqueueLocked(t.Task.ID, r, 1, now)
 	s.tasks[t.Task.ID] = r
 	t.Version, t.LastSeq, t.Created, t.Updated = 1, r.lastSeq(), now, now
 	return nil

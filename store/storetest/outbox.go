@@ -193,3 +193,29 @@ func testLoadOrStore(t *testing.T, s store.Store) {
 		t.Fatalf("LoadOrStore(other) = %q, %v", got, err)
 	}
 }
+
+// testCreateWithPushConfigs: configs given to Create are stored and get the first events.
+func testCreateWithPushConfigs(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	base := newTask(newID("push"), "ctx", a2a.TaskStateSubmitted)
+	cfg := &a2a.PushConfig{ID: "inline", URL: "https://example.com/hook", Token: "t"}
+	task := &store.Task{Task: base, Owner: alice, PushConfigs: []*a2a.PushConfig{cfg}}
+	evs := []a2a.Event{statusEvent(base, a2a.TaskStateSubmitted, "1"), statusEvent(base, a2a.TaskStateWorking, "2")}
+	if err := s.Create(ctx, task, evs); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListPushConfigs(ctx, alice, base.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *cfg
+	want.TaskID = base.ID
+	diff(t, "ListPushConfigs after Create with PushConfigs", []*a2a.PushConfig{&want}, list)
+	diff(t, "deliveries enqueued by Create", []string{"inline/1", "inline/2"}, keys(claimAll(t, s)))
+	if got := get(t, s, alice, base.ID); got.PushConfigs != nil {
+		t.Errorf("Get().PushConfigs = %v, want nil", got.PushConfigs)
+	}
+
+	bad := &store.Task{Task: newTask(newID("push"), "ctx", a2a.TaskStateSubmitted), Owner: alice, PushConfigs: []*a2a.PushConfig{{URL: "https://example.com"}}}
+	wantErr(t, "Create with a push config without ID", s.Create(ctx, bad, nil), store.ErrInvalid)
+}

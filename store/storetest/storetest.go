@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Active", testActive},
 		{"PushConfigs", testPushConfigs},
 		{"Outbox", testOutbox},
+		{"CreateWithPushConfigs", testCreateWithPushConfigs},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"LoadOrStore", testLoadOrStore},
 		{"ConcurrentCreate", testConcurrentCreate},
