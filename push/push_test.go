@@ -90,6 +90,13 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
+// serveJWKS publishes key's JWKS on a test server and returns its URL.
+func serveJWKS(t *testing.T, key *push.Key) string {
+	jwks := httptest.NewServer(key)
+	t.Cleanup(jwks.Close)
+	return jwks.URL + push.JWKSPath
+}
+
 func newKey(t *testing.T, st store.Store) *push.Key {
 	t.Helper()
 	k, err := push.LoadKey(t.Context(), st)
@@ -222,9 +229,7 @@ func newFixture(t *testing.T, opts *push.Options) *fixture {
 	st := memory.New()
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{st: st, key: newKey(t, st)}
-	jwks := httptest.NewServer(f.key)
-	t.Cleanup(jwks.Close)
-	f.jwks = jwks.URL + push.JWKSPath
+	f.jwks = serveJWKS(t, f.key)
 	f.task = &store.Task{Task: &a2a.Task{ID: a2a.NewTaskID(), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}}
 	if err := st.Create(t.Context(), f.task, nil); err != nil {
 		t.Fatal(err)

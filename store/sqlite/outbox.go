@@ -34,6 +34,15 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 	if err := codec.CheckClaim(limit); err != nil {
 		return nil, err
 	}
+	// Polling an empty outbox must not take the single writer: look first, on a reader.
+	var one int
+	now := codec.Now().UnixMicro()
+	switch err := s.r.QueryRowContext(ctx, `SELECT 1 FROM outbox WHERE due <= ? AND lease <= ? LIMIT 1`, now, now).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return []*store.Delivery{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: claim push deliveries: %w", err)
+	}
 	claim := uuid.NewString()
 	var out []*store.Delivery
 	err := s.write(ctx, func(tx *sql.Tx) error {
