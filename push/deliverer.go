@@ -127,7 +127,8 @@ func New(st store.Store, key *Key, opts *Options) *Deliverer {
 }
 
 // CheckURL validates a push config's URL: http or https, and a host that is allow-listed or
-// resolves only to public addresses (else an error wrapping ErrBlocked).
+// resolves only to public addresses (else an error wrapping ErrBlocked). A host that does not
+// resolve is accepted: the address is checked again on every delivery.
 func (d *Deliverer) CheckURL(ctx context.Context, rawURL string) error {
 	return d.guard.checkURL(ctx, rawURL)
 }

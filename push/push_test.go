@@ -76,7 +76,7 @@ func TestCheckURL(t *testing.T) {
 		{"ftp://public.example/", strict, false, false},
 		{"https:///nohost", strict, false, false},
 		{"https://user:pw@public.example/", strict, false, false},
-		{"https://unknown.example/", strict, false, false},
+		{"https://unknown.example/", strict, true, false}, // checked again when dialing
 		{"http://127.0.0.1:9/", allowing, true, false},
 		{"https://loop.example/", allowing, true, false},
 		{"https://private.example/", allowing, true, false},
