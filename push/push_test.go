@@ -401,3 +401,38 @@ func TestLoadKeyPersists(t *testing.T) {
 		t.Errorf("LoadKey twice: kids %q and %q, want the same", a.KeyID(), b.KeyID())
 	}
 }
+
+// rebinding answers a public address first, then a private one (DNS rebinding).
+type rebinding struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *rebinding) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.calls == 1 {
+		return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// TestDNSRebinding: a name that passed CheckURL and then resolves to a refused address is
+// refused when dialed.
+func TestDNSRebinding(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t, "http://unused.invalid/")
+	_, port, _ := net.SplitHostPort(r.addr)
+	f := newFixture(t, &push.Options{Resolver: &rebinding{}, PollInterval: 5 * time.Millisecond})
+	u := "http://rebind.example:" + port + "/hook"
+	if err := f.d.CheckURL(t.Context(), u); err != nil {
+		t.Fatalf("CheckURL(%s) while public = %v", u, err)
+	}
+	f.config(t, &a2a.PushConfig{ID: "c1", URL: u})
+	f.emit(t, 1)
+	waitFor(t, "the delivery to be dropped", func() bool { return f.outboxEmpty(t) })
+	if _, hits, _ := r.snapshot(); hits != 0 {
+		t.Errorf("the loopback receiver was reached %d times", hits)
+	}
+}
