@@ -12,6 +12,9 @@
 //     terminal or interrupted state. A subscriber that falls behind catches up from the log.
 //   - Caller scoping: every task belongs to an owner (tenant and principal, from the call
 //     context); other callers get TaskNotFound, never a hint that the task exists.
+//   - Push notifications: the store enqueues a delivery per event and push config in the
+//     transaction that writes the event; Options.Push (package push's Deliverer) checks config
+//     URLs and is woken to send them.
 //   - The 1.0 semantics of each operation: blocking sends by default and returnImmediately,
 //     historyLength everywhere, resuming input-required tasks with a follow-up message, cancel,
 //     ListTasks with every filter and cursor pagination.

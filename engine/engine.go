@@ -35,11 +35,25 @@ type Options struct {
 	NoStreaming bool
 	// NoPushNotifications makes the push config operations answer PushNotificationNotSupported.
 	NoPushNotifications bool
+	// Push delivers push notifications (package push's Deliverer is one): the engine checks
+	// every push config's URL with it and wakes it after each write (the store enqueues the
+	// deliveries with the events). Nil: configs are stored and their deliveries enqueued, but
+	// nothing here sends them.
+	Push Pusher
 	// RingSize is how many recent events of a task are kept in memory for subscribers; older
 	// ones are read from the store. Zero means 256.
 	RingSize int
 	// Logger receives engine events. Nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Pusher is what the engine needs of a push notification deliverer.
+type Pusher interface {
+	// CheckURL validates a push config's URL (scheme, and an address the server may reach).
+	// Its error's text is returned to the client, so it must not reveal more than the URL.
+	CheckURL(ctx context.Context, rawURL string) error
+	// Wake tells the deliverer that deliveries may have been enqueued. It must not block.
+	Wake()
 }
 
 // Engine implements a2asrv.RequestHandler on a store.
@@ -117,9 +131,17 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		if err := e.st.Update(ctx, rec, []a2a.Event{ev}); err != nil && !errors.Is(err, store.ErrConflict) {
 			return n, err
 		}
+		e.wakePush()
 		n++
 	}
 	return n, nil
+}
+
+// wakePush tells the deliverer that a write may have enqueued deliveries.
+func (e *Engine) wakePush() {
+	if e.opts.Push != nil {
+		e.opts.Push.Wake()
+	}
 }
 
 func statusEvent(t *a2a.Task, state a2a.TaskState, text string) *a2a.TaskStatusUpdateEvent {
@@ -163,6 +185,7 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	execCtx *a2asrv.ExecutorContext
+	push    []*a2a.PushConfig // for a new task: the configs its creation stores
 }
 
 // state returns the live state of a task, creating it. release must be called when done.
@@ -209,10 +232,10 @@ func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Even
 // ---- runs ----
 
 // startRun starts the executor on a task. rec is nil for a new task (created when the first
-// event arrives), with initial its first state. Caller holds ts.mu.
-func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task) {
+// event arrives, with the push configs push), with initial its first state. Caller holds ts.mu.
+func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task, push []*a2a.PushConfig) {
 	ctx, cancel := context.WithCancelCause(e.ctx)
-	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx}
+	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
 	e.wg.Add(1)
 	go func() {
@@ -255,10 +278,12 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			if _, isTask := evs[0].(*a2a.Task); isTask && len(evs) == 1 {
 				logged = evs
 			}
-			nr := &store.Task{Task: t, Owner: ts.owner}
+			nr := &store.Task{Task: t, Owner: ts.owner, PushConfigs: r.push}
 			if err := e.st.Create(context.WithoutCancel(ctx), nr, logged); err != nil {
 				return err
 			}
+			nr.PushConfigs = nil
+			e.wakePush()
 			rec = nr
 			ts.mu.Lock()
 			e.publishLocked(ts, cloneRec(rec), logged)
@@ -275,6 +300,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		if err := e.st.Update(context.WithoutCancel(ctx), next, evs); err != nil {
 			return err
 		}
+		e.wakePush()
 		rec = next
 		ts.mu.Lock()
 		e.publishLocked(ts, cloneRec(rec), evs)

@@ -33,8 +33,10 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	if len(req.Message.Parts) == 0 {
 		return nil, owner, 0, fmt.Errorf("%w: message.parts must not be empty", a2a.ErrInvalidParams)
 	}
-	if req.Config != nil && req.Config.PushConfig != nil && e.opts.NoPushNotifications {
-		return nil, owner, 0, a2a.ErrPushNotificationNotSupported
+	if req.Config != nil && req.Config.PushConfig != nil {
+		if err := e.checkPushConfig(ctx, req.Config.PushConfig); err != nil {
+			return nil, owner, 0, err
+		}
 	}
 	owner = ownerOf(ctx, req.Tenant)
 	msg := *req.Message
@@ -60,11 +62,9 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 		ts = e.state(id)
 		ts.mu.Lock()
 		ts.owner = owner
-		e.startRunLocked(ts, execCtx, initial, nil)
+		// An inline push config is stored with the task, so it gets the task's first events.
+		e.startRunLocked(ts, execCtx, initial, nil, inlinePushConfig(req, id))
 		ts.mu.Unlock()
-		if err := e.savePushConfig(ctx, ts, owner, req); err != nil {
-			return ts, owner, 0, err
-		}
 		return ts, owner, 0, nil
 	}
 
@@ -93,11 +93,23 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	ts.run = reserve
 	ts.mu.Unlock()
 
+	// An inline push config is stored before the message is, so it gets the resumed run's events.
+	if cfg := inlinePushConfig(req, rec.Task.ID); cfg != nil {
+		if err := e.st.PutPushConfig(ctx, owner, cfg[0]); err != nil {
+			ts.mu.Lock()
+			ts.run = nil
+			ts.mu.Unlock()
+			e.release(ts)
+			return nil, owner, 0, notFound(err)
+		}
+	}
 	next := cloneRec(rec)
 	// The user's message is always recorded, even when a client reuses a message ID.
 	next.Task.History = append(next.Task.History, &msg)
 	snapshot := cloneTask(next.Task)
-	if err := e.st.Update(ctx, next, []a2a.Event{snapshot}); err != nil {
+	err = e.st.Update(ctx, next, []a2a.Event{snapshot})
+	e.wakePush()
+	if err != nil {
 		ts.mu.Lock()
 		ts.run = nil
 		ts.mu.Unlock()
@@ -110,43 +122,22 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, cloneTask(next.Task)
 	ts.mu.Lock()
 	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
-	e.startRunLocked(ts, execCtx, nil, next)
+	e.startRunLocked(ts, execCtx, nil, next, nil)
 	ts.mu.Unlock()
-	if err := e.savePushConfig(ctx, ts, owner, req); err != nil {
-		return ts, owner, rec.LastSeq, err
-	}
 	return ts, owner, rec.LastSeq, nil
 }
 
-// savePushConfig stores a push config sent inline with a message, once the task exists.
-func (e *Engine) savePushConfig(ctx context.Context, ts *taskState, owner store.Owner, req *a2a.SendMessageRequest) error {
+// inlinePushConfig returns the push config sent with a message (nil if none), for task id.
+func inlinePushConfig(req *a2a.SendMessageRequest, id a2a.TaskID) []*a2a.PushConfig {
 	if req.Config == nil || req.Config.PushConfig == nil {
 		return nil
 	}
 	cfg := *req.Config.PushConfig
-	cfg.TaskID = ts.id
+	cfg.TaskID = id
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
 	}
-	// The task is created by its first event; wait for it briefly.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := e.st.PutPushConfig(ctx, owner, &cfg)
-		if err == nil || !errors.Is(err, store.ErrNotFound) || time.Now().After(deadline) {
-			return notFound(err)
-		}
-		ts.mu.Lock()
-		changed, done := ts.changed, ts.reply != nil || ts.refusal != nil || (ts.run == nil)
-		ts.mu.Unlock()
-		if done {
-			return nil // a direct reply: there is no task to notify about
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
+	return []*a2a.PushConfig{&cfg}
 }
 
 // SendMessage runs the agent on a message. By default it waits until the task is finished or
@@ -315,6 +306,7 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
+		e.wakePush()
 		if err != nil {
 			return nil, err
 		}
@@ -498,12 +490,26 @@ func (e *Engine) pushAllowed() error {
 	return nil
 }
 
-func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+// checkPushConfig validates a push config a client sends: push is on, and the URL is one the
+// server may send to.
+func (e *Engine) checkPushConfig(ctx context.Context, cfg *a2a.PushConfig) error {
 	if err := e.pushAllowed(); err != nil {
-		return nil, err
+		return err
 	}
-	if req.URL == "" {
-		return nil, fmt.Errorf("%w: url is required", a2a.ErrInvalidParams)
+	if cfg.URL == "" {
+		return fmt.Errorf("%w: url is required", a2a.ErrInvalidParams)
+	}
+	if e.opts.Push != nil {
+		if err := e.opts.Push.CheckURL(ctx, cfg.URL); err != nil {
+			return fmt.Errorf("%w: push notification url refused: %w", a2a.ErrInvalidParams, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if err := e.checkPushConfig(ctx, req); err != nil {
+		return nil, err
 	}
 	cfg := *req
 	if cfg.ID == "" {

@@ -10,6 +10,12 @@
 // a client that reconnects replays exactly what the task went through, and a crash loses
 // neither a task nor an acknowledged event.
 //
+// Every event written by Update also enqueues, in the same transaction, one push delivery per
+// push config the task has at that moment (the outbox): a notification is never lost between
+// a write and its delivery, and survives a restart. A deliverer (package push) takes due
+// deliveries with ClaimDeliveries, which leases them so that several processes never send the
+// same one at once, and ends each with CompleteDelivery or RetryDelivery.
+//
 // Tasks, events and push configs are stored as their JSON (events as a2a.StreamResponse), so
 // what comes back is what encoding/json gives back: nil and empty slices or maps are not told
 // apart, and numbers inside Metadata or data parts come back as float64.
@@ -52,6 +58,12 @@ type Task struct {
 	LastSeq int64     // sequence number of the newest event in the task's log (0: none)
 	Created time.Time // set by Create (UTC, microsecond precision)
 	Updated time.Time // set by Create and Update (UTC, µs); List orders by it, newest first
+
+	// PushConfigs, given to Create, are stored with the task (as PutPushConfig would, each
+	// with the task's ID), and the deliveries of the task's first events are enqueued for
+	// them: a config sent with the message that creates a task misses none of its events.
+	// Update ignores it; reads leave it nil.
+	PushConfigs []*a2a.PushConfig
 }
 
 // Event is one entry of a task's event log.
@@ -60,6 +72,19 @@ type Event struct {
 	Seq    int64     // 1, 2, 3, … per task, without gaps
 	Event  a2a.Event // *a2a.Task, *a2a.Message, *a2a.TaskStatusUpdateEvent or *a2a.TaskArtifactUpdateEvent
 	Time   time.Time // when it was written: the Updated of the Create or Update that wrote it
+}
+
+// Delivery is one event of a task to send to one of the task's push configs, as claimed from
+// the outbox.
+type Delivery struct {
+	TaskID   a2a.TaskID
+	ConfigID string
+	Seq      int64 // the event's sequence number in the task's log
+	Owner    Owner
+	Config   *a2a.PushConfig // the push config as it is now
+	Event    a2a.Event       // the event, as Events returns it
+	Attempts int             // claims so far, this one included
+	Claim    string          // identifies this claim (for CompleteDelivery and RetryDelivery)
 }
 
 // ListQuery selects tasks of one owner. Zero fields do not filter.
@@ -86,7 +111,8 @@ type Store interface {
 	// Create stores a new task (t.Task.ID set by the caller) and its first events, whose
 	// sequence numbers start at 1, in one transaction. It sets t.Version to 1, t.LastSeq, and
 	// t.Created and t.Updated to now. ErrExists if the ID is taken. The task is owned by
-	// t.Owner; the Version, LastSeq, Created and Updated the caller passed are ignored.
+	// t.Owner; the Version, LastSeq, Created and Updated the caller passed are ignored. It
+	// also stores t.PushConfigs (ErrInvalid if one has no ID).
 	Create(ctx context.Context, t *Task, events []a2a.Event) error
 
 	// Update replaces the task and appends events to its log, in one transaction, if the stored
@@ -128,6 +154,26 @@ type Store interface {
 	// DeletePushConfig removes one push config. ErrNotFound if absent or the task is not the
 	// owner's.
 	DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error
+
+	// ClaimDeliveries leases up to limit due deliveries (of every owner) for lease: until the
+	// lease ends no other claim returns them. Each claim counts as an attempt (Attempts), so a
+	// delivery that crashes its deliverer is still given up eventually. Deliveries are due when
+	// enqueued and, after RetryDelivery, once its delay has passed; the earliest due come first.
+	// limit must be positive (else ErrInvalid). A delivery whose push config was deleted is
+	// deleted with it.
+	ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]*Delivery, error)
+	// CompleteDelivery removes a claimed delivery from the outbox: it was delivered, or given
+	// up. ErrConflict if the claim was lost: the lease ran out and the delivery was claimed
+	// again, or it is gone (completed by another claimant, or its push config deleted).
+	CompleteDelivery(ctx context.Context, d *Delivery) error
+	// RetryDelivery releases a claimed delivery to be due again after delay. Errors as for
+	// CompleteDelivery.
+	RetryDelivery(ctx context.Context, d *Delivery, delay time.Duration) error
+
+	// LoadOrStore returns the value stored under name, storing value first if there is none
+	// (atomically: concurrent callers, also of other processes, get the same value). For the
+	// server's own small settings, such as its push signing key.
+	LoadOrStore(ctx context.Context, name string, value []byte) ([]byte, error)
 
 	// Close releases the store's resources. Calling it again is harmless; other methods
 	// return an error after it.

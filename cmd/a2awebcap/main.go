@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -32,6 +33,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/push"
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
@@ -79,7 +81,9 @@ func main() {
 type serveConfig struct {
 	addr, grpcAddr, db, agent, name, baseURL, logLevel, capnwebJS string
 	drain                                                         time.Duration
-	serve03                                                       bool
+	serve03, noPush                                               bool
+	pushAllow                                                     []netip.Prefix
+	pushAllowHosts                                                []string
 	auth                                                          authConfig
 }
 
@@ -131,6 +135,8 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
 	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
+	fs.BoolVar(&c.noPush, "no-push", false, "do not offer push notifications (the card says pushNotifications: false)")
+	pushAllow := fs.String("push-allow", envOr("A2AWEBCAP_PUSH_ALLOW", ""), "comma-separated `CIDRs and host names` push notifications may be sent to although they are not public (e.g. 127.0.0.1/32 for a receiver on this host); by default only public addresses are (A2AWEBCAP_PUSH_ALLOW)")
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
 	c.auth.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -138,6 +144,21 @@ Flags (each can also be set by the environment variable shown):
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	for _, a := range strings.Split(*pushAllow, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(a); err == nil {
+			c.pushAllow = append(c.pushAllow, p.Masked())
+		} else if ip, err := netip.ParseAddr(a); err == nil {
+			c.pushAllow = append(c.pushAllow, netip.PrefixFrom(ip, ip.BitLen()))
+		} else if strings.ContainsAny(a, "/:") {
+			return c, fmt.Errorf("-push-allow: %q is neither a CIDR, an address nor a host name", a)
+		} else {
+			c.pushAllowHosts = append(c.pushAllowHosts, a)
+		}
 	}
 	return c, nil
 }
@@ -160,9 +181,24 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return fmt.Errorf("-agent: unknown agent %q (want builtin or conformance)", c.agent)
 	}
 
-	// Push notifications are not delivered yet: the card does not offer them, and the engine
-	// answers PushNotificationNotSupported, as the spec requires of such an agent.
-	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: !card.Capabilities.PushNotifications})
+	// Push notifications: the store enqueues them with the events, the deliverer sends them
+	// signed with the key kept in the store, and receivers verify with the JWKS we publish.
+	// With -no-push the card does not offer them and the engine answers
+	// PushNotificationNotSupported, as the spec requires of such an agent.
+	card.Capabilities.PushNotifications = !c.noPush
+	var (
+		pushKey *push.Key
+		pusher  engine.Pusher
+	)
+	if !c.noPush {
+		if pushKey, err = push.LoadKey(ctx, st); err != nil {
+			return fmt.Errorf("push signing key: %w", err)
+		}
+		d := push.New(st, pushKey, &push.Options{Allow: c.pushAllow, AllowHosts: c.pushAllowHosts, Logger: log})
+		defer d.Close() // after the engine: deliveries its last writes enqueued are kept for the next start
+		pusher = d
+	}
+	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher})
 	if n, err := eng.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering tasks: %w", err)
 	} else if n > 0 {
@@ -190,6 +226,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	if pushKey != nil {
+		mux.Handle("GET "+push.JWKSPath, pushKey)
+	}
 	mux.Handle("/", a2aHTTP)
 	serveWeb(mux, c.capnwebJS, log)
 	srv := &http.Server{Handler: auth.Middleware(mux), ReadHeaderTimeout: 10 * time.Second}

@@ -70,20 +70,26 @@ func text(m *a2a.Message) string {
 	return m.Parts[0].Text()
 }
 
+// starter returns a function that runs serve with cfg, returning once it is up, with the
+// function that stops it and the channel run's result arrives on. Each call starts it anew
+// (on the same store: a restart).
+func starter(t *testing.T, cfg serveConfig) func() (context.CancelFunc, chan error) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return func() (context.CancelFunc, chan error) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, cfg, log) }()
+		waitUp(t, cfg.addr)
+		return cancel, done
+	}
+}
+
 // serve on the SQLite default answers through its card, and its tasks survive a restart.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := serveConfig{addr: addr, db: filepath.Join(dir, "a2a.db"), agent: "builtin", drain: 5 * time.Second}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-
-	start := func() (context.CancelFunc, chan error) {
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, cfg, log) }()
-		waitUp(t, addr)
-		return cancel, done
-	}
+	start := starter(t, cfg)
 	stop, done := start()
 	c := sdkClient(t, addr)
 	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo persistence"))})

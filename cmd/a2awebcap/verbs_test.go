@@ -64,10 +64,16 @@ func TestVerbs(t *testing.T) {
 			if out, err := verb(t, "get", url, id, "-binding", b); err != nil || !strings.HasPrefix(out, "task "+id) {
 				t.Errorf("get: %q, %v", out, err)
 			}
-			out, err = verb(t, "list", url, "-binding", b, "-state", "working", "-o", "json")
+			// (-no-wait returns the task as it starts: submitted or already working.)
+			out, err = verb(t, "list", url, "-binding", b, "-state", "completed", "-o", "json")
 			var list a2a.ListTasksResponse
 			if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Tasks) == 0 {
-				t.Errorf("list: %q, %v", out, err)
+				t.Errorf("list -state completed: %q, %v", out, err)
+			}
+			for _, task := range list.Tasks {
+				if task.Status.State != a2a.TaskStateCompleted {
+					t.Errorf("list -state completed lists a %s task", task.Status.State)
+				}
 			}
 			if out, err := verb(t, "cancel", url, id, "-binding", b); err != nil || !strings.Contains(out, "canceled") {
 				t.Errorf("cancel: %q, %v", out, err)

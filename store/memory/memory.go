@@ -40,18 +40,37 @@ type record struct {
 	push      map[string][]byte // push config ID -> JSON of a2a.PushConfig
 }
 
+// outKey identifies a delivery in the outbox.
+type outKey struct {
+	task   a2a.TaskID
+	config string
+	seq    int64
+}
+
+// outRow is a delivery waiting in the outbox.
+type outRow struct {
+	order    int64 // enqueue order, to break ties of due
+	due      time.Time
+	lease    time.Time // leased until; zero: not claimed
+	claim    string
+	attempts int
+}
+
 // Store is the in-memory store. Its zero value is not usable: call New.
 type Store struct {
-	mu     sync.RWMutex
-	tasks  map[a2a.TaskID]*record
-	closed bool
+	mu       sync.RWMutex
+	tasks    map[a2a.TaskID]*record
+	outbox   map[outKey]*outRow
+	enqueued int64
+	settings map[string][]byte
+	closed   bool
 }
 
 var _ store.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{tasks: make(map[a2a.TaskID]*record)}
+	return &Store{tasks: make(map[a2a.TaskID]*record), outbox: make(map[outKey]*outRow), settings: make(map[string][]byte)}
 }
 
 func (r *record) lastSeq() int64 { return int64(len(r.events)) }
@@ -98,6 +117,10 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return err
 	}
+	cfgIDs, cfgs, err := codec.EncodePushConfigs(t)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -117,6 +140,13 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		task:      data,
 	}
 	r.append(encoded, now)
+	for i, id := range cfgIDs {
+		if r.push == nil {
+			r.push = make(map[string][]byte)
+		}
+		r.push[id] = cfgs[i]
+	}
+	s.enqueueLocked(t.Task.ID, r, 1, now)
 	s.tasks[t.Task.ID] = r
 	t.Version, t.LastSeq, t.Created, t.Updated = 1, r.lastSeq(), now, now
 	return nil
@@ -144,7 +174,9 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 	r.contextID, r.state, r.task = t.Task.ContextID, t.Task.Status.State, data
 	r.version++
 	r.updated = now
+	first := r.lastSeq() + 1
 	r.append(encoded, now)
+	s.enqueueLocked(t.Task.ID, r, first, now)
 	t.Version, t.LastSeq, t.Updated = r.version, r.lastSeq(), now
 	return nil
 }
@@ -371,6 +403,11 @@ func (s *Store) DeletePushConfig(ctx context.Context, owner store.Owner, task a2
 		return fmt.Errorf("delete push config %s of task %s: %w", id, task, store.ErrNotFound)
 	}
 	delete(r.push, id)
+	for k := range s.outbox {
+		if k.task == task && k.config == id {
+			delete(s.outbox, k)
+		}
+	}
 	return nil
 }
 
@@ -379,6 +416,6 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.tasks = nil
+	s.tasks, s.outbox, s.settings = nil, nil, nil
 	return nil
 }

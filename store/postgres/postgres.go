@@ -3,8 +3,8 @@
 //
 // # Consistency
 //
-// Create and Update are each one SQL statement (data-modifying CTEs: the task row and its
-// events), which PostgreSQL runs as one transaction: both are written or neither. Update is
+// Create and Update are each one SQL statement (data-modifying CTEs: the task row, its
+// events and, for Update, the push deliveries they enqueue), which PostgreSQL runs as one transaction: both are written or neither. Update is
 // optimistic: UPDATE … WHERE id = $1 AND version = $2; a replica that lost the race matches no
 // row (under READ COMMITTED the second writer waits for the first's row lock, then re-checks
 // the version) and gets store.ErrConflict, and its events are not written. Events are keyed
@@ -109,7 +109,12 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return err
 	}
-	// One statement, so one transaction: the task and its events, or nothing.
+	cfgIDs, cfgs, err := codec.EncodePushConfigs(t)
+	if err != nil {
+		return err
+	}
+	// One statement, so one transaction: the task, its events, its push configs and their
+	// deliveries, or nothing.
 	var (
 		created time.Time
 		n       int
@@ -123,10 +128,18 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		), e AS (
 			INSERT INTO events (task_id, seq, time, event)
 			SELECT t.id, x.ord, t.created, x.ev FROM t, unnest($8::json[]) WITH ORDINALITY AS x (ev, ord)
+		), p AS (
+			INSERT INTO push_configs (task_id, id, config)
+			SELECT DISTINCT ON (x.id) t.id, x.id, x.cfg FROM t, unnest($9::text[], $10::json[]) WITH ORDINALITY AS x (id, cfg, ord)
+			ORDER BY x.id, x.ord DESC
+			RETURNING task_id, id
+		), o AS (
+			INSERT INTO outbox (task_id, config_id, seq, due)
+			SELECT p.task_id, p.id, x.ord, t.created FROM t JOIN p ON p.task_id = t.id, generate_series(1, $6::bigint) AS x (ord)
 		)
 		SELECT count(*), coalesce(max(created), statement_timestamp()) FROM t`,
 		string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),
-		len(encoded), data, encoded).Scan(&n, &created)
+		len(encoded), data, encoded, cfgIDs, cfgs).Scan(&n, &created)
 	if err != nil {
 		return fmt.Errorf("postgres: create task %s: %w", t.Task.ID, err)
 	}
@@ -163,6 +176,10 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 			INSERT INTO events (task_id, seq, time, event)
 			SELECT u.id, u.last_seq - $7::bigint + x.ord, u.updated, x.ev
 			FROM u, unnest($9::json[]) WITH ORDINALITY AS x (ev, ord)
+		), o AS (
+			INSERT INTO outbox (task_id, config_id, seq, due)
+			SELECT p.task_id, p.id, u.last_seq - $7::bigint + x.ord, u.updated
+			FROM u JOIN push_configs p ON p.task_id = u.id, generate_series(1, $7::bigint) AS x (ord)
 		)
 		SELECT last_seq, updated FROM u`,
 		string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),

@@ -66,6 +66,27 @@ CREATE TABLE push_configs (
 	PRIMARY KEY (task_id, id)
 );
 `,
+	// 2: the push delivery outbox (one row per event and push config; lease is the end of the
+	// current claim, -infinity when unclaimed) and the server's settings (its push signing key).
+	`
+CREATE TABLE outbox (
+	task_id   text COLLATE "C" NOT NULL,
+	config_id text COLLATE "C" NOT NULL,
+	seq       bigint      NOT NULL,
+	due       timestamptz NOT NULL,
+	lease     timestamptz NOT NULL DEFAULT '-infinity',
+	claim     text        NOT NULL DEFAULT '',
+	attempts  integer     NOT NULL DEFAULT 0,
+	PRIMARY KEY (task_id, config_id, seq),
+	FOREIGN KEY (task_id, config_id) REFERENCES push_configs (task_id, id) ON DELETE CASCADE
+);
+CREATE INDEX outbox_due ON outbox (due, seq);
+
+CREATE TABLE settings (
+	name  text  NOT NULL PRIMARY KEY,
+	value bytea NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the version of the schema this package creates and reads.

@@ -44,6 +44,27 @@ CREATE TABLE push_configs (
 	PRIMARY KEY (task_id, id)
 ) STRICT;
 `,
+	// 2: the push delivery outbox (one row per event and push config; due and lease are Unix
+	// microseconds, lease 0 when unclaimed) and the server's settings (its push signing key).
+	`
+CREATE TABLE outbox (
+	task_id   TEXT    NOT NULL,
+	config_id TEXT    NOT NULL,
+	seq       INTEGER NOT NULL,
+	due       INTEGER NOT NULL,
+	lease     INTEGER NOT NULL DEFAULT 0,
+	claim     TEXT    NOT NULL DEFAULT '',
+	attempts  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (task_id, config_id, seq),
+	FOREIGN KEY (task_id, config_id) REFERENCES push_configs (task_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX outbox_due ON outbox (due, seq);
+
+CREATE TABLE settings (
+	name  TEXT NOT NULL PRIMARY KEY,
+	value BLOB NOT NULL
+) STRICT;
+`,
 }
 
 // SchemaVersion is the version of the schema this package creates and reads.

@@ -331,6 +331,10 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return err
 	}
+	cfgIDs, cfgs, err := codec.EncodePushConfigs(t)
+	if err != nil {
+		return err
+	}
 	var now time.Time
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
@@ -349,7 +353,16 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		} else if n == 0 {
 			return store.ErrExists
 		}
-		return insertEvents(ctx, tx, t.Task.ID, 1, now.UnixMicro(), encoded)
+		if err := insertEvents(ctx, tx, t.Task.ID, 1, now.UnixMicro(), encoded); err != nil {
+			return err
+		}
+		for i, id := range cfgIDs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO push_configs (task_id, id, config) VALUES (?, ?, ?)
+				ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`, string(t.Task.ID), id, cfgs[i]); err != nil {
+				return fmt.Errorf("push config %s: %w", id, err)
+			}
+		}
+		return enqueue(ctx, tx, t.Task.ID, 1, int64(len(encoded)), now.UnixMicro())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: create task %s: %w", t.Task.ID, err)
@@ -389,7 +402,11 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, t.Task.ID, lastSeq-int64(len(encoded))+1, now.UnixMicro(), encoded)
+		first := lastSeq - int64(len(encoded)) + 1
+		if err := insertEvents(ctx, tx, t.Task.ID, first, now.UnixMicro(), encoded); err != nil {
+			return err
+		}
+		return enqueue(ctx, tx, t.Task.ID, first, lastSeq, now.UnixMicro())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: update task %s: %w", t.Task.ID, err)

@@ -214,3 +214,29 @@ func CheckLimit(limit int) error {
 	}
 	return nil
 }
+
+// EncodePushConfigs checks and encodes the push configs Create stores with task t, each with
+// the task's ID.
+func EncodePushConfigs(t *store.Task) (ids []string, encoded [][]byte, err error) {
+	for _, cfg := range t.PushConfigs {
+		if err := CheckPushConfig(cfg); err != nil {
+			return nil, nil, err
+		}
+		c := *cfg
+		c.TaskID = t.Task.ID
+		b, err := EncodePushConfig(&c)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids, encoded = append(ids, c.ID), append(encoded, b)
+	}
+	return ids, encoded, nil
+}
+
+// CheckClaim validates the limit of ClaimDeliveries.
+func CheckClaim(limit int) error {
+	if limit <= 0 {
+		return fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalid, limit)
+	}
+	return nil
+}
