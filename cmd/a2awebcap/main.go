@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,6 +39,8 @@ import (
 	"github.com/a2awebcap/a2awebcap/store/memory"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
 	"github.com/a2awebcap/a2awebcap/web"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 const usage = `a2awebcap — a server, library and CLI for A2A agents, with a Cap'n Web binding.
@@ -85,6 +88,7 @@ type serveConfig struct {
 	pushAllow                                                     []netip.Prefix
 	pushAllowHosts                                                []string
 	auth                                                          authConfig
+	tls                                                           tlsConfig
 }
 
 func serve(args []string) error {
@@ -139,6 +143,7 @@ Flags (each can also be set by the environment variable shown):
 	pushAllow := fs.String("push-allow", envOr("A2AWEBCAP_PUSH_ALLOW", ""), "comma-separated `CIDRs and host names` push notifications may be sent to although they are not public (e.g. 127.0.0.1/32 for a receiver on this host); by default only public addresses are (A2AWEBCAP_PUSH_ALLOW)")
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
 	c.auth.flags(fs)
+	c.tls.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -216,9 +221,21 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		authenticate = auth.Any(schemes...)
 	}
 
+	tlsCfg, fingerprint, err := c.tls.config(c.addr)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsCfg)
+		if fingerprint != "" {
+			log.Warn("serving with a self-signed development certificate", "sha256", fingerprint)
+		}
 	}
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
 		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate,
@@ -243,12 +260,16 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gs := binding.NewGRPCServer(eng, &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate})
+		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate}
+		if tlsCfg != nil {
+			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
+		}
+		gs := binding.NewGRPCServer(eng, gopts)
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
 	log.Info("serving", "agent", c.agent, "store", c.db,
-		"card", "http://"+ln.Addr().String()+"/.well-known/agent-card.json", "grpc", c.grpcAddr)
+		"card", scheme+"://"+ln.Addr().String()+"/.well-known/agent-card.json", "grpc", c.grpcAddr)
 
 	select {
 	case err := <-errc:
