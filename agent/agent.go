@@ -1,0 +1,273 @@
+package agent
+
+// Concurrency: an Agent's state (its mind: memory, policy, pending questions) is owned by the
+// goroutine run starts in New. Every exported method posts a closure to the mailbox and, except
+// Send, waits for it; nothing else touches the state. Close stops the goroutine and waits for it.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by an agent's methods after Close.
+var ErrClosed = errors.New("agent: closed")
+
+// Options configure an agent. The zero value (or nil) is an agent with an empty policy, an
+// in-memory store and no tools.
+type Options struct {
+	// Policy is the agent's first policy (version 1); nil means no rules.
+	Policy *Policy
+	// Store keeps the observation log and beliefs; nil means NewMemoryStore(). New loads what
+	// the store holds under the agent's name.
+	Store Store
+	// Tools are the capabilities rules may call; nil means none.
+	Tools map[string]Tool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Mailbox is the mailbox capacity; zero means 64.
+	Mailbox int
+}
+
+// Agent is a rule-driven actor. See the package doc.
+type Agent struct {
+	name    string
+	mailbox chan func(*core)
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// core is the state the agent's goroutine owns.
+type core struct {
+	mind     *mind
+	store    Store
+	versions []*compiledPolicy // every policy version; versions[i] is version i+1
+	current  int               // index in versions
+	edits    []time.Time       // when proposals were applied, for the rate limit
+}
+
+// New starts an agent named name.
+func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	pol := opts.Policy
+	if pol == nil {
+		pol = &Policy{}
+	}
+	cp, err := compile(pol)
+	if err != nil {
+		return nil, err
+	}
+	st := opts.Store
+	if st == nil {
+		st = NewMemoryStore()
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	mem := newMemory()
+	log, err := st.Observations(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
+	for _, o := range log {
+		mem.append(o)
+	}
+	beliefs, err := st.Beliefs(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
+	for _, b := range beliefs {
+		mem.putBelief(b)
+	}
+	m := newMind(name, mem, cp, now)
+	m.tools = map[string]Tool{}
+	for k, t := range opts.Tools {
+		m.tools[k] = t
+	}
+	size := opts.Mailbox
+	if size <= 0 {
+		size = 64
+	}
+	a := &Agent{name: name, mailbox: make(chan func(*core), size), quit: make(chan struct{}), done: make(chan struct{})}
+	c := &core{mind: m, store: st, versions: []*compiledPolicy{cp}}
+	go a.run(c)
+	return a, nil
+}
+
+func (a *Agent) run(c *core) {
+	defer close(a.done)
+	for {
+		select {
+		case f := <-a.mailbox:
+			f(c)
+		case <-a.quit:
+			return
+		}
+	}
+}
+
+// Name returns the agent's name.
+func (a *Agent) Name() string { return a.name }
+
+// Close stops the agent and waits for its goroutine. It is idempotent.
+func (a *Agent) Close() error {
+	a.once.Do(func() { close(a.quit) })
+	<-a.done
+	return nil
+}
+
+// Done is closed when the agent has stopped.
+func (a *Agent) Done() <-chan struct{} { return a.done }
+
+// post puts f in the mailbox.
+func (a *Agent) post(ctx context.Context, f func(*core)) error {
+	select {
+	case a.mailbox <- f:
+		return nil
+	case <-a.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// do runs f in the agent's goroutine and waits for it.
+func (a *Agent) do(ctx context.Context, f func(*core)) error {
+	ran := make(chan struct{})
+	if err := a.post(ctx, func(c *core) { f(c); close(ran) }); err != nil {
+		return err
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-a.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Send posts ev to the mailbox without waiting for the agent to integrate it.
+func (a *Agent) Send(ctx context.Context, ev Event) error {
+	return a.post(ctx, func(c *core) { c.integrate(context.WithoutCancel(ctx), ev) })
+}
+
+// Ask posts ev and returns the run it caused. Rule errors do not stop a run: they are logged as
+// thoughts. The error is a store error, ErrClosed or the context's.
+func (a *Agent) Ask(ctx context.Context, ev Event) (Run, error) {
+	var run Run
+	var err error
+	if e := a.do(ctx, func(c *core) { run, err = c.integrate(ctx, ev) }); e != nil {
+		return Run{}, e
+	}
+	return run, err
+}
+
+func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
+	o := c.mind.observe(ev)
+	run := Run{Observation: o.ID, Policy: c.current + 1}
+	before := len(c.mind.mem.log) - 1
+	_ = c.mind.integrate(ctx, o, &run)
+	run.Log = append(run.Log, Entry{Kind: EntryEnd, Text: "run " + o.ID + " ended"})
+	err := c.save(ctx, before)
+	return run, err
+}
+
+// save writes the observations from log index from on, and the dirty beliefs.
+func (c *core) save(ctx context.Context, from int) error {
+	name := c.mind.name
+	for _, o := range c.mind.mem.log[from:] {
+		if err := c.store.Append(ctx, name, o); err != nil {
+			return fmt.Errorf("agent: saving %s: %w", o.ID, err)
+		}
+	}
+	for _, b := range c.mind.mem.beliefs {
+		if c.mind.dirty[b.ID] {
+			if err := c.store.SaveBelief(ctx, name, b); err != nil {
+				return fmt.Errorf("agent: saving %s: %w", b.ID, err)
+			}
+			delete(c.mind.dirty, b.ID)
+		}
+	}
+	return nil
+}
+
+// Recall searches the agent's memory. What it returns is a copy.
+func (a *Agent) Recall(ctx context.Context, q Query) (Recollection, error) {
+	var r Recollection
+	err := a.do(ctx, func(c *core) { r = c.mind.mem.recall(q) })
+	return r, err
+}
+
+// View is a copy of an agent's state.
+type View struct {
+	Name string
+	// Policy is the current policy and Version its number; History has every version.
+	Policy  Policy
+	Version int
+	// Beliefs are all beliefs, current and past, in the order written.
+	Beliefs      []Belief
+	Working      []WorkingNote
+	Observations int
+	Tools        []string
+}
+
+// View returns a copy of the agent's state.
+func (a *Agent) View(ctx context.Context) (View, error) {
+	var v View
+	err := a.do(ctx, func(c *core) { v = c.view() })
+	return v, err
+}
+
+func (c *core) view() View {
+	m := c.mind
+	v := View{Name: m.name, Policy: *c.versions[c.current].src.clone(), Version: c.current + 1,
+		Observations: len(m.mem.log)}
+	for _, b := range m.mem.beliefs {
+		v.Beliefs = append(v.Beliefs, b.clone())
+	}
+	for _, n := range m.mem.working {
+		n.Observations = slices.Clone(n.Observations)
+		v.Working = append(v.Working, n)
+	}
+	for k := range m.tools {
+		v.Tools = append(v.Tools, k)
+	}
+	slices.Sort(v.Tools)
+	return v
+}
+
+// Identity is a digest of what makes the agent this agent: its rules, its memory view (current
+// beliefs) and its capabilities. Names are labels, not identity.
+func (a *Agent) Identity(ctx context.Context) (string, error) {
+	var id string
+	err := a.do(ctx, func(c *core) {
+		v := c.view()
+		type fact struct{ Subject, Value string }
+		var facts []fact
+		for _, b := range v.Beliefs {
+			if b.current() {
+				facts = append(facts, fact{subjectKey(b.Subject), subjectKey(b.Value)})
+			}
+		}
+		data, _ := json.Marshal(struct {
+			Axioms, Rules []Rule
+			Limits        Limits
+			Facts         []fact
+			Tools         []string
+		}{v.Policy.Axioms, v.Policy.Rules, v.Policy.Limits, facts, v.Tools})
+		sum := sha256.Sum256(data)
+		id = hex.EncodeToString(sum[:])
+	})
+	return id, err
+}

@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"iter"
+	"maps"
+	"strconv"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// MetaKey is the metadata key under which the bridge puts a working-log entry on a status
+// update: {"kind", "rule", "action", "params", "result", "text"} as in [Entry].
+const MetaKey = "a2awebcap.agent/log"
+
+// Executor makes a an a2asrv.AgentExecutor. Each message is an event from the user (its text
+// parts joined); the run's working log becomes the task's events:
+//
+//	thought, call, step  → working TaskStatusUpdateEvent, the entry under MetaKey
+//	result               → TaskArtifactUpdateEvent named "<action> result" (text and data parts)
+//	output               → working status whose message is the output text
+//	input-required       → input-required status asking the question (terminal for this run)
+//	end                  → completed status with the reply
+func Executor(a *Agent) a2asrv.AgentExecutor { return executor{a} }
+
+type executor struct{ a *Agent }
+
+func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		turn := 1
+		if ec.StoredTask != nil {
+			turn = len(ec.StoredTask.History) + 1
+		}
+		ev := Event{Kind: "message", Source: Source{Kind: SourceUser}, Text: messageText(ec.Message),
+			Context: Context{Task: string(ec.TaskID), Session: ec.ContextID, Turn: turn}}
+		run, err := x.a.Ask(ctx, ev)
+		if err != nil && len(run.Log) == 0 {
+			yield(nil, err)
+			return
+		}
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		msg := func(text string) *a2a.Message {
+			if text == "" {
+				return nil
+			}
+			return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
+		}
+		for _, e := range run.Log {
+			var out a2a.Event
+			switch e.Kind {
+			case EntryThought, EntryCall, EntryStep:
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil)
+				st.SetMeta(MetaKey, entryMeta(e))
+				out = st
+			case EntryResult:
+				data := map[string]any{}
+				for k, v := range e.Result {
+					data[k] = v
+				}
+				ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Rule+": "+string(e.Action)+" "+e.Result["status"]), a2a.NewDataPart(data))
+				ae.Artifact.Name = string(e.Action) + " result"
+				out = ae
+			case EntryOutput:
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
+				st.SetMeta(MetaKey, entryMeta(e))
+				out = st
+			case EntryInput:
+				continue // the end reports it
+			case EntryEnd:
+				state, text := a2a.TaskStateCompleted, run.Reply
+				if run.Question != "" {
+					state, text = a2a.TaskStateInputRequired, run.Question
+				}
+				st := a2a.NewStatusUpdateEvent(ec, state, msg(text))
+				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryEnd), "observation": run.Observation, "policy": strconv.Itoa(run.Policy)})
+				out = st
+			}
+			if !yield(out, nil) {
+				return
+			}
+		}
+	}
+}
+
+func entryMeta(e Entry) map[string]any {
+	m := map[string]any{"kind": string(e.Kind)}
+	if e.Rule != "" {
+		m["rule"] = e.Rule
+	}
+	if e.Action != "" {
+		m["action"] = string(e.Action)
+	}
+	if e.Text != "" {
+		m["text"] = e.Text
+	}
+	if len(e.Params) > 0 {
+		p := map[string]any{}
+		for k, v := range maps.All(e.Params) {
+			p[k] = v
+		}
+		m["params"] = p
+	}
+	return m
+}
+
+func (x executor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// messageText joins the text parts of m with newlines.
+func messageText(m *a2a.Message) string {
+	if m == nil {
+		return ""
+	}
+	var s string
+	for _, p := range m.Parts {
+		if p == nil {
+			continue
+		}
+		if t, ok := p.Content.(a2a.Text); ok {
+			s = joinLine(s, string(t))
+		}
+	}
+	return s
+}
