@@ -1,0 +1,96 @@
+// Package storetest is the behaviour suite every agent.Store must pass.
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+)
+
+// Run checks the agent.Store that open returns (a fresh, empty one per call).
+func Run(t *testing.T, open func(t *testing.T) agent.Store) {
+	t.Run("ObservationsAreAppendOnlyAndPerAgent", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		o1 := agent.Observation{ID: "o1", Seq: 1, Time: at, Kind: "message", Source: agent.Source{Kind: agent.SourceUser},
+			Context: agent.Context{Task: "t", Session: "s", Turn: 1}, Text: "hello", Data: map[string]string{"k": "v"}}
+		o2 := agent.Observation{ID: "o2", Seq: 2, Time: at, Kind: "tool-result", Source: agent.Source{Kind: agent.SourceTool, Name: "clock"}, Text: "noon"}
+		for _, o := range []agent.Observation{o1, o2} {
+			if err := s.Append(ctx, "a", o); err != nil {
+				t.Fatalf("Append(%s) = %v", o.ID, err)
+			}
+		}
+		if err := s.Append(ctx, "a", o1); !errors.Is(err, agent.ErrDuplicateObservation) {
+			t.Errorf("Append(o1 again) = %v, want ErrDuplicateObservation", err)
+		}
+		if err := s.Append(ctx, "b", o1); err != nil {
+			t.Errorf("Append(o1 for another agent) = %v", err)
+		}
+		got, err := s.Observations(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Observation{o1, o2}, got); diff != "" {
+			t.Errorf("Observations(a) (-want +got):\n%s", diff)
+		}
+		if got, _ := s.Observations(ctx, "nobody"); len(got) != 0 {
+			t.Errorf("Observations(nobody) = %v, want none", got)
+		}
+	})
+	t.Run("BeliefsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		b1 := agent.Belief{ID: "b1", Subject: "sky", Value: "blue", Confidence: 0.9, Status: agent.StatusActive, Created: at, Updated: at,
+			Provenance: agent.Provenance{Source: agent.Source{Kind: agent.SourceUser}, Observations: []string{"o1"}, Rule: "r", Reason: "told"}}
+		b2 := b1
+		b2.ID, b2.Value, b2.Supersedes = "b2", "green", "b1"
+		for _, b := range []agent.Belief{b1, b2} {
+			if err := s.SaveBelief(ctx, "a", b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b1.Status, b1.SupersededBy = agent.StatusSuperseded, "b2"
+		if err := s.SaveBelief(ctx, "a", b1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Beliefs(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Belief{b1, b2}, got); diff != "" {
+			t.Errorf("Beliefs(a) (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("AnAgentReloadsFromIt", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		a, err := agent.New(t.Context(), "n", &agent.Options{Policy: agent.Notes(), Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"remember x is 1", "actually x is 2"} {
+			if _, err := a.Ask(t.Context(), agent.UserText(text)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, _ := a.View(t.Context())
+		_ = a.Close()
+		b, err := agent.New(t.Context(), "n", &agent.Options{Policy: agent.Notes(), Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		after, _ := b.View(t.Context())
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("View after reload (-before +after):\n%s", diff)
+		}
+	})
+}
