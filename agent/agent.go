@@ -157,6 +157,17 @@ func (a *Agent) do(ctx context.Context, f func(*core)) error {
 	}
 }
 
+// call runs f in the agent's goroutine and returns its result.
+func call[T any](ctx context.Context, a *Agent, f func(*core) (T, error)) (T, error) {
+	var v T
+	var err error
+	if e := a.do(ctx, func(c *core) { v, err = f(c) }); e != nil {
+		var zero T
+		return zero, e
+	}
+	return v, err
+}
+
 // Send posts ev to the mailbox without waiting for the agent to integrate it.
 func (a *Agent) Send(ctx context.Context, ev Event) error {
 	return a.post(ctx, func(c *core) { c.integrate(context.WithoutCancel(ctx), ev) })
@@ -165,12 +176,7 @@ func (a *Agent) Send(ctx context.Context, ev Event) error {
 // Ask posts ev and returns the run it caused. Rule errors do not stop a run: they are logged as
 // thoughts. The error is a store error, ErrClosed or the context's.
 func (a *Agent) Ask(ctx context.Context, ev Event) (Run, error) {
-	var run Run
-	var err error
-	if e := a.do(ctx, func(c *core) { run, err = c.integrate(ctx, ev) }); e != nil {
-		return Run{}, e
-	}
-	return run, err
+	return call(ctx, a, func(c *core) (Run, error) { return c.integrate(ctx, ev) })
 }
 
 func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
@@ -191,22 +197,24 @@ func (c *core) save(ctx context.Context, from int) error {
 			return fmt.Errorf("agent: saving %s: %w", o.ID, err)
 		}
 	}
-	for _, b := range c.mind.mem.beliefs {
-		if c.mind.dirty[b.ID] {
-			if err := c.store.SaveBelief(ctx, name, b); err != nil {
-				return fmt.Errorf("agent: saving %s: %w", b.ID, err)
-			}
-			delete(c.mind.dirty, b.ID)
+	seen := map[string]bool{}
+	for _, id := range c.mind.dirty { // in the order written, so new beliefs keep their order
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		b := c.mind.mem.beliefs[c.mind.mem.beliefAt[id]]
+		if err := c.store.SaveBelief(ctx, name, b); err != nil {
+			return fmt.Errorf("agent: saving %s: %w", b.ID, err)
 		}
 	}
+	c.mind.dirty = c.mind.dirty[:0]
 	return nil
 }
 
 // Recall searches the agent's memory. What it returns is a copy.
 func (a *Agent) Recall(ctx context.Context, q Query) (Recollection, error) {
-	var r Recollection
-	err := a.do(ctx, func(c *core) { r = c.mind.mem.recall(q) })
-	return r, err
+	return call(ctx, a, func(c *core) (Recollection, error) { return c.mind.mem.recall(q), nil })
 }
 
 // View is a copy of an agent's state.
@@ -224,9 +232,7 @@ type View struct {
 
 // View returns a copy of the agent's state.
 func (a *Agent) View(ctx context.Context) (View, error) {
-	var v View
-	err := a.do(ctx, func(c *core) { v = c.view() })
-	return v, err
+	return call(ctx, a, func(c *core) (View, error) { return c.view(), nil })
 }
 
 func (c *core) view() View {
@@ -250,8 +256,7 @@ func (c *core) view() View {
 // Identity is a digest of what makes the agent this agent: its rules, its memory view (current
 // beliefs) and its capabilities. Names are labels, not identity.
 func (a *Agent) Identity(ctx context.Context) (string, error) {
-	var id string
-	err := a.do(ctx, func(c *core) {
+	return call(ctx, a, func(c *core) (string, error) {
 		v := c.view()
 		type fact struct{ Subject, Value string }
 		var facts []fact
@@ -267,7 +272,6 @@ func (a *Agent) Identity(ctx context.Context) (string, error) {
 			Tools         []string
 		}{v.Policy.Axioms, v.Policy.Rules, v.Policy.Limits, facts, v.Tools})
 		sum := sha256.Sum256(data)
-		id = hex.EncodeToString(sum[:])
+		return hex.EncodeToString(sum[:]), nil
 	})
-	return id, err
 }

@@ -68,21 +68,25 @@ type WorkingNote struct {
 	Observations []string  `json:"observations"`
 	Uses         int       `json:"uses"`
 	Time         time.Time `json:"time"`
+
+	key string // subjectKey(Subject) + "\x00" + subjectKey(Value)
 }
 
 // memory is an agent's object-level state. It is owned by the agent's goroutine (or by a
 // replay), never shared.
 type memory struct {
-	log     []Observation
-	byID    map[string]int
-	index   map[string][]int // term -> indexes in log, ascending
-	working []WorkingNote
-	beliefs []Belief       // every belief ever written, in order
-	current map[string]int // normalized subject -> index in beliefs of the current belief
+	log      []Observation
+	byID     map[string]int
+	index    map[string][]int // term -> indexes in log, ascending
+	working  []WorkingNote
+	beliefs  []Belief       // every belief ever written, in order
+	beliefAt map[string]int // belief ID -> index in beliefs
+	bterms   [][]string     // bterms[i] are the search terms of beliefs[i]
+	current  map[string]int // normalized subject -> index in beliefs of the current belief
 }
 
 func newMemory() *memory {
-	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}}
+	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{}}
 }
 
 func subjectKey(s string) string { return strings.Join(terms(s), " ") }
@@ -102,13 +106,16 @@ func (m *memory) append(o Observation) {
 
 // putBelief records b: a new one is appended, a known ID replaced in place.
 func (m *memory) putBelief(b Belief) {
-	i := slices.IndexFunc(m.beliefs, func(x Belief) bool { return x.ID == b.ID })
-	if i < 0 {
+	i, ok := m.beliefAt[b.ID]
+	if !ok {
 		i = len(m.beliefs)
 		m.beliefs = append(m.beliefs, b)
+		m.bterms = append(m.bterms, nil)
+		m.beliefAt[b.ID] = i
 	} else {
 		m.beliefs[i] = b
 	}
+	m.bterms[i] = terms(b.Subject + " " + b.Value)
 	k := subjectKey(b.Subject)
 	if b.current() {
 		m.current[k] = i
@@ -169,7 +176,7 @@ func (m *memory) recall(q Query) Recollection {
 		if !q.History && !b.current() {
 			continue
 		}
-		match := matchCount(qt, terms(b.Subject+" "+b.Value))
+		match := matchCount(qt, m.bterms[i])
 		if len(qt) > 0 && match == 0 {
 			continue
 		}

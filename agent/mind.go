@@ -66,13 +66,13 @@ type mind struct {
 	now     func() time.Time
 	pending map[string]string // task -> subject of the open question
 	tools   map[string]Tool   // nil in a replay: calls are logged, not made
-	dirty   map[string]bool   // beliefs written since the last save
+	dirty   []string          // IDs of beliefs written since the last save, maybe repeated
 	nextSeq int64
 }
 
 func newMind(name string, mem *memory, pol *compiledPolicy, now func() time.Time) *mind {
 	return &mind{name: name, mem: mem, pol: pol, now: now, pending: map[string]string{},
-		dirty: map[string]bool{}, nextSeq: int64(len(mem.log)) + 1}
+		nextSeq: int64(len(mem.log)) + 1}
 }
 
 // observe logs ev as a new observation.
@@ -291,7 +291,7 @@ func sameValue(a, b string) bool { return subjectKey(a) == subjectKey(b) }
 
 func (m *mind) put(b Belief) {
 	m.mem.putBelief(b)
-	m.dirty[b.ID] = true
+	m.dirty = append(m.dirty, b.ID)
 }
 
 // newBelief writes a fresh current belief from o.
@@ -344,9 +344,10 @@ func (m *mind) demote(b *Belief, o Observation, reason string) {
 
 // note adds to working memory; a note used PromoteAfter times is promoted.
 func (m *mind) note(rule string, o Observation, subject, value string) string {
+	key := subjectKey(subject) + "\x00" + subjectKey(value)
 	for i := range m.mem.working {
 		n := &m.mem.working[i]
-		if subjectKey(n.Subject) == subjectKey(subject) && sameValue(n.Value, value) {
+		if n.key == key {
 			n.Uses++
 			n.Observations = append(n.Observations, o.ID)
 			n.Time = m.now()
@@ -357,7 +358,7 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 			return "noted"
 		}
 	}
-	m.mem.working = append(m.mem.working, WorkingNote{Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
+	m.mem.working = append(m.mem.working, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
 	return "noted"
 }
 

@@ -214,5 +214,5 @@ func program(src string, want *cel.Type, costLimit uint64) (cel.Program, error) 
 	if got := ast.OutputType(); !got.IsExactType(want) && !got.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("%q has type %s, want %s", src, got, want)
 	}
-	return celEnv.Program(ast, cel.CostLimit(costLimit))
+	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
 }

@@ -67,12 +67,7 @@ var (
 // error wraps ErrRejected (ErrFrozen, ErrRateLimited, ErrReplayFailed, ErrInvalidRule) and the
 // Decision still reports the replay when there was one.
 func (a *Agent) Propose(ctx context.Context, p Proposal) (Decision, error) {
-	var d Decision
-	var err error
-	if e := a.do(ctx, func(c *core) { d, err = c.propose(ctx, p) }); e != nil {
-		return Decision{}, e
-	}
-	return d, err
+	return call(ctx, a, func(c *core) (Decision, error) { return c.propose(ctx, p) })
 }
 
 func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
@@ -184,18 +179,12 @@ func (c *core) replay(ctx context.Context, pol *compiledPolicy, obs []Observatio
 // Rollback returns to the policy version before the current one, and returns that version.
 // Versions stay in the history; a rollback is not a new edit for the rate limit.
 func (a *Agent) Rollback(ctx context.Context) (int, error) {
-	var v int
-	var err error
-	if e := a.do(ctx, func(c *core) {
+	return call(ctx, a, func(c *core) (int, error) {
 		if c.current == 0 {
-			err = ErrNoHistory
-			return
+			return 0, ErrNoHistory
 		}
 		c.current--
 		c.mind.pol = c.versions[c.current]
-		v = c.current + 1
-	}); e != nil {
-		return 0, e
-	}
-	return v, err
+		return c.current + 1, nil
+	})
 }

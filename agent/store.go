@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 )
 
@@ -34,6 +33,7 @@ type memStore struct {
 	logs    map[string][]Observation
 	ids     map[string]bool
 	beliefs map[string][]Belief
+	at      map[string]int // agent + "\x00" + belief ID -> index in beliefs[agent]
 }
 
 func (s *memStore) Append(_ context.Context, agent string, o Observation) error {
@@ -63,11 +63,15 @@ func (s *memStore) Observations(_ context.Context, agent string) ([]Observation,
 func (s *memStore) SaveBelief(_ context.Context, agent string, b Belief) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	bs := s.beliefs[agent]
-	if i := slices.IndexFunc(bs, func(x Belief) bool { return x.ID == b.ID }); i >= 0 {
-		bs[i] = b.clone()
+	if s.at == nil {
+		s.at = map[string]int{}
+	}
+	key := agent + "\x00" + b.ID
+	if i, ok := s.at[key]; ok {
+		s.beliefs[agent][i] = b.clone()
 	} else {
-		s.beliefs[agent] = append(bs, b.clone())
+		s.at[key] = len(s.beliefs[agent])
+		s.beliefs[agent] = append(s.beliefs[agent], b.clone())
 	}
 	return nil
 }
