@@ -51,6 +51,7 @@ type core struct {
 	versions []*compiledPolicy // every policy version; versions[i] is version i+1
 	current  int               // index in versions
 	edits    []time.Time       // when proposals were applied, for the rate limit
+	sendErr  error             // the first store error of a Send, for the next Ask
 }
 
 // New starts an agent named name.
@@ -168,15 +169,29 @@ func call[T any](ctx context.Context, a *Agent, f func(*core) (T, error)) (T, er
 	return v, err
 }
 
-// Send posts ev to the mailbox without waiting for the agent to integrate it.
+// Send posts ev to the mailbox without waiting for the agent to integrate it. ctx bounds only
+// the wait for room in the mailbox. A store error while integrating is reported by the next Ask.
 func (a *Agent) Send(ctx context.Context, ev Event) error {
-	return a.post(ctx, func(c *core) { c.integrate(context.WithoutCancel(ctx), ev) })
+	ctx = context.WithoutCancel(ctx)
+	return a.post(ctx, func(c *core) {
+		if _, err := c.integrate(ctx, ev); err != nil && c.sendErr == nil {
+			c.sendErr = err
+		}
+	})
 }
 
-// Ask posts ev and returns the run it caused. Rule errors do not stop a run: they are logged as
-// thoughts. The error is a store error, ErrClosed or the context's.
+// Ask posts ev and returns the run it caused. Once the agent takes the event the run completes
+// even if ctx ends (an agent does not half-integrate an observation); tools see ctx without its
+// cancellation. Rule errors do not stop a run: they are logged as thoughts. The error is a
+// store error (this run's, or an earlier Send's), ErrClosed or the context's.
 func (a *Agent) Ask(ctx context.Context, ev Event) (Run, error) {
-	return call(ctx, a, func(c *core) (Run, error) { return c.integrate(ctx, ev) })
+	return call(ctx, a, func(c *core) (Run, error) {
+		run, err := c.integrate(context.WithoutCancel(ctx), ev)
+		if err == nil && c.sendErr != nil {
+			err, c.sendErr = c.sendErr, nil
+		}
+		return run, err
+	})
 }
 
 func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
@@ -220,7 +235,7 @@ func (a *Agent) Recall(ctx context.Context, q Query) (Recollection, error) {
 // View is a copy of an agent's state.
 type View struct {
 	Name string
-	// Policy is the current policy and Version its number; History has every version.
+	// Policy is the current policy and Version its number.
 	Policy  Policy
 	Version int
 	// Beliefs are all beliefs, current and past, in the order written.

@@ -9,15 +9,20 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 )
 
+func benchAgent(b *testing.B, opts *agent.Options) *agent.Agent {
+	a, err := agent.New(context.Background(), "bench", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
 // BenchmarkIntegrate measures events integrated per second by one notes agent (every event
 // fires rules and writes memory).
 func BenchmarkIntegrate(b *testing.B) {
 	ctx := context.Background()
-	a, err := agent.New(ctx, "bench", &agent.Options{Policy: agent.Notes()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
+	a := benchAgent(b, &agent.Options{Policy: agent.Notes()})
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -32,8 +37,7 @@ func BenchmarkIntegrate(b *testing.B) {
 // BenchmarkSend is integration through Send (the mailbox without waiting), ended by one Ask.
 func BenchmarkSend(b *testing.B) {
 	ctx := context.Background()
-	a, _ := agent.New(ctx, "bench", &agent.Options{Policy: agent.Notes(), Mailbox: 1024})
-	defer a.Close()
+	a := benchAgent(b, &agent.Options{Policy: agent.Notes(), Mailbox: 1024})
 	i := 0
 	for b.Loop() {
 		_ = a.Send(ctx, agent.UserText(fmt.Sprintf("remember item %d is value %d", i%1000, i)))
@@ -60,11 +64,7 @@ func BenchmarkRecall(b *testing.B) {
 				_ = st.SaveBelief(ctx, "bench", agent.Belief{ID: fmt.Sprintf("b%d", i+1), Subject: fmt.Sprintf("topic%d", i), Value: "v",
 					Confidence: 0.9, Status: agent.StatusActive})
 			}
-			a, err := agent.New(ctx, "bench", &agent.Options{Store: st})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer a.Close()
+			a := benchAgent(b, &agent.Options{Store: st})
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

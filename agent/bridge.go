@@ -35,7 +35,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		ev := Event{Kind: "message", Source: Source{Kind: SourceUser}, Text: messageText(ec.Message),
 			Context: Context{Task: string(ec.TaskID), Session: ec.ContextID, Turn: turn}}
 		run, err := x.a.Ask(ctx, ev)
-		if err != nil && len(run.Log) == 0 {
+		if err != nil { // nothing is emitted yet, so the request fails and no task exists
 			yield(nil, err)
 			return
 		}

@@ -259,7 +259,7 @@ func (m *mind) call(ctx context.Context, o Observation, name, input string, res 
 		return res, nil
 	}
 	tool, ok := m.tools[name]
-	if !ok {
+	if !ok || tool == nil {
 		res["status"] = "no-such-tool"
 		return res, nil
 	}
