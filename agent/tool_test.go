@@ -18,7 +18,9 @@ func TestToolResultsAreObservations(t *testing.T) {
 		{Name: "tell", When: `last.status == "stored"`, Action: Reply,
 			Params: map[string]string{"text": `last.subject + " is " + last.value`}, Reason: "answer"},
 	}}
-	atlas := func(_ context.Context, in string) (string, error) { return map[string]string{"france": "Paris"}[strings.ToLower(in)], nil }
+	atlas := func(_ context.Context, in string) (string, error) {
+		return map[string]string{"france": "Paris"}[strings.ToLower(in)], nil
+	}
 	a := newNotes(t, "geo", &Options{Policy: pol, Tools: map[string]Tool{"atlas": atlas}})
 	run := say(t, a, "capital france")
 	if run.Reply != "capital of france is Paris" {
