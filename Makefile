@@ -34,6 +34,8 @@ interop: npm ## only the interop tests against the real npm peers and the browse
 fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzSession$$' -fuzztime=$(FUZZTIME) ./capnweb
+	$(GO) test -run='^$$' -fuzz='^FuzzRule$$' -fuzztime=$(FUZZTIME) ./agent
 
-bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios
+bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb
+	$(GO) test -run='^$$' -bench=. -benchmem ./agent
