@@ -172,9 +172,9 @@ func call[T any](ctx context.Context, a *Agent, f func(*core) (T, error)) (T, er
 // Send posts ev to the mailbox without waiting for the agent to integrate it. ctx bounds only
 // the wait for room in the mailbox. A store error while integrating is reported by the next Ask.
 func (a *Agent) Send(ctx context.Context, ev Event) error {
-	ctx = context.WithoutCancel(ctx)
+	run := context.WithoutCancel(ctx)
 	return a.post(ctx, func(c *core) {
-		if _, err := c.integrate(ctx, ev); err != nil && c.sendErr == nil {
+		if _, err := c.integrate(run, ev); err != nil && c.sendErr == nil {
 			c.sendErr = err
 		}
 	})

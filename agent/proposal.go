@@ -127,10 +127,11 @@ func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
 	// Replay the recent window under both policies, each on a fresh memory.
 	log := c.mind.mem.log
 	window := log[max(0, len(log)-lim.ReplayWindow):]
-	before, _ := c.replay(ctx, cur, window)
-	after, rerr := c.replay(ctx, cp, window)
+	before, beforeErr := c.replay(ctx, cur, window)
+	after, afterErr := c.replay(ctx, cp, window)
 	d.Replayed = len(window)
 	changed := false
+	var broke error // the first error the new policy has where the current one had none
 	for k, o := range window {
 		if !slices.Equal(before[k], after[k]) {
 			d.Diff = append(d.Diff, Difference{Observation: o.ID, Before: before[k], After: after[k]})
@@ -138,9 +139,12 @@ func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
 				changed = true
 			}
 		}
+		if afterErr[k] != nil && beforeErr[k] == nil && broke == nil {
+			broke = fmt.Errorf("on %s: %w", o.ID, afterErr[k])
+		}
 	}
-	if rerr != nil {
-		return reject(ErrReplayFailed, "%v", rerr)
+	if broke != nil {
+		return reject(ErrReplayFailed, "%v", broke)
 	}
 	if !changed {
 		return reject(ErrReplayFailed, "the change alters nothing on its evidence")
@@ -154,26 +158,25 @@ func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
 }
 
 // replay runs pol on the observations on a fresh memory, with no tools and no store, and
-// returns for each observation the fired rules and their outcomes.
-func (c *core) replay(ctx context.Context, pol *compiledPolicy, obs []Observation) ([][]string, error) {
+// returns for each observation the fired rules and their outcomes, and its first rule error.
+// A proposal may thus fix a rule that fails today: only errors it introduces reject it.
+func (c *core) replay(ctx context.Context, pol *compiledPolicy, obs []Observation) ([][]string, []error) {
 	mem := newMemory()
 	m := newMind(c.mind.name, mem, pol, c.mind.now)
 	m.tools = nil
 	out := make([][]string, len(obs))
-	var first error
+	errs := make([]error, len(obs))
 	for k, o := range obs {
 		mem.append(o)
 		var run Run
-		if err := m.integrate(ctx, o, &run); err != nil && first == nil {
-			first = fmt.Errorf("on %s: %w", o.ID, err)
-		}
+		errs[k] = m.integrate(ctx, o, &run)
 		for _, e := range run.Log {
 			if e.Kind == EntryResult {
 				out[k] = append(out[k], e.Rule+": "+string(e.Action)+" "+e.Result["status"])
 			}
 		}
 	}
-	return out, first
+	return out, errs
 }
 
 // Rollback returns to the policy version before the current one, and returns that version.

@@ -87,3 +87,21 @@ func TestProposalsAreRateLimited(t *testing.T) {
 		t.Errorf("second edit = %v, want ErrRateLimited", err)
 	}
 }
+
+// A rule that fails today can be fixed: only errors a proposal introduces reject it.
+func TestProposalMayFixAFailingRule(t *testing.T) {
+	t.Parallel()
+	pol := &Policy{Rules: []Rule{{Name: "tag", When: `data.tag == "x"`, Action: Reply,
+		Params: map[string]string{"text": `"tagged"`}, Reason: "tags"}}}
+	a := newNotes(t, "tags", &Options{Policy: pol})
+	run := say(t, a, "untagged")
+	if !strings.Contains(run.Log[0].Text, "no such key") {
+		t.Fatalf("log = %+v, want the rule's failure as a thought", run.Log)
+	}
+	fix := Rule{Name: "tag", When: `"tag" in data && data.tag == "x" || text == "untagged"`, Action: Reply,
+		Params: map[string]string{"text": `"tagged"`}, Reason: "tags"}
+	if _, err := a.Propose(t.Context(), Proposal{Op: OpReplace, Rule: fix, Justification: "it failed on untagged events",
+		Evidence: []string{run.Observation}}); err != nil {
+		t.Errorf("Propose(fix) = %v", err)
+	}
+}
