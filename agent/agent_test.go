@@ -210,3 +210,35 @@ func TestPersistenceReloads(t *testing.T) {
 		t.Errorf("the log continues at %s, want o3", run.Observation)
 	}
 }
+
+// Recall ranks observations by the terms they match, then by salience (cited by beliefs), then
+// by recency.
+func TestRecallRanking(t *testing.T) {
+	t.Parallel()
+	a := newNotes(t, "notes", nil)
+	say(t, a, "remember the garden is green") // o1: cited by a belief
+	say(t, a, "the garden")                   // o2: not cited, more recent
+	say(t, a, "garden garden hose")           // o3: most recent
+	r, err := a.Recall(t.Context(), Query{Text: "garden green"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range r.Observations {
+		got = append(got, o.ID)
+	}
+	if strings.Join(got, ",") != "o1,o3,o2" {
+		t.Errorf("Recall order = %v, want o1 (two terms), o3, o2 (recency)", got)
+	}
+	r, _ = a.Recall(t.Context(), Query{Text: "garden"})
+	got = got[:0]
+	for _, o := range r.Observations {
+		got = append(got, o.ID)
+	}
+	if strings.Join(got, ",") != "o1,o3,o2" {
+		t.Errorf("Recall(garden) order = %v, want o1 (cited) then by recency", got)
+	}
+	if r, _ := a.Recall(t.Context(), Query{Limit: 1}); len(r.Observations) != 1 || r.Observations[0].ID != "o3" {
+		t.Errorf("Recall(\"\", limit 1) = %v, want the latest", r.Observations)
+	}
+}

@@ -82,11 +82,13 @@ type memory struct {
 	beliefs  []Belief       // every belief ever written, in order
 	beliefAt map[string]int // belief ID -> index in beliefs
 	bterms   [][]string     // bterms[i] are the search terms of beliefs[i]
+	cited    map[string]int // observation ID -> how many beliefs cite it (its salience)
 	current  map[string]int // normalized subject -> index in beliefs of the current belief
 }
 
 func newMemory() *memory {
-	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{}}
+	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{},
+		cited: map[string]int{}}
 }
 
 func subjectKey(s string) string { return strings.Join(terms(s), " ") }
@@ -113,7 +115,13 @@ func (m *memory) putBelief(b Belief) {
 		m.bterms = append(m.bterms, nil)
 		m.beliefAt[b.ID] = i
 	} else {
+		for _, id := range m.beliefs[i].Provenance.Observations {
+			m.cited[id]--
+		}
 		m.beliefs[i] = b
+	}
+	for _, id := range b.Provenance.Observations {
+		m.cited[id]++
 	}
 	m.bterms[i] = terms(b.Subject + " " + b.Value)
 	k := subjectKey(b.Subject)
@@ -200,8 +208,8 @@ func (m *memory) recall(q Query) Recollection {
 	return r
 }
 
-// searchLog returns up to limit log indexes holding the most query terms, the most recent first
-// among equals.
+// searchLog returns up to limit log indexes ranked by the query terms they hold, then by
+// salience (how many beliefs cite them), then by recency.
 func (m *memory) searchLog(qt []string, limit int) []int {
 	if len(qt) == 0 {
 		var out []int
@@ -218,10 +226,14 @@ func (m *memory) searchLog(qt []string, limit int) []int {
 	}
 	idx := slices.Collect(maps.Keys(hits))
 	sort.Slice(idx, func(a, b int) bool {
-		if hits[idx[a]] != hits[idx[b]] {
-			return hits[idx[a]] > hits[idx[b]]
+		x, y := idx[a], idx[b]
+		if hits[x] != hits[y] {
+			return hits[x] > hits[y]
 		}
-		return idx[a] > idx[b]
+		if sx, sy := m.cited[m.log[x].ID], m.cited[m.log[y].ID]; sx != sy {
+			return sx > sy
+		}
+		return x > y
 	})
 	return idx[:min(limit, len(idx))]
 }
