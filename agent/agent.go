@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -199,9 +201,66 @@ func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
 	run := Run{Observation: o.ID, Policy: c.current + 1}
 	before := len(c.mind.mem.log) - 1
 	_ = c.mind.integrate(ctx, o, &run)
-	run.Log = append(run.Log, Entry{Kind: EntryEnd, Text: "run " + o.ID + " ended"})
 	err := c.save(ctx, before)
+	status := "completed"
+	switch {
+	case err != nil:
+		status = "failed"
+	case run.Question != "":
+		status = "input-required"
+	}
+	c.mind.record(&run, Entry{Kind: EntryEnd, Text: "run " + o.ID + " ended", Result: map[string]string{
+		"status": status, "observation": o.ID, "policy": strconv.Itoa(run.Policy), "reply": run.Reply, "question": run.Question}})
 	return run, err
+}
+
+// Stream is Ask that yields the run's working log as the agent writes it. The last entry is
+// EntryEnd, whose Result has the run's status ("completed", "input-required", or "failed" when
+// its memory could not be saved), observation, policy, reply and question; a store error
+// follows it. The agent waits for each entry to be taken (backpressure): a consumer that stops
+// early, or whose ctx ends, releases it, and the run still completes.
+func (a *Agent) Stream(ctx context.Context, ev Event) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		entries := make(chan Entry, 16)
+		stop := make(chan struct{})
+		var runErr error
+		err := a.post(ctx, func(c *core) {
+			defer close(entries)
+			c.mind.emit = func(e Entry) {
+				select {
+				case entries <- e:
+				case <-stop:
+				}
+			}
+			defer func() { c.mind.emit = nil }()
+			_, runErr = c.integrate(context.WithoutCancel(ctx), ev)
+		})
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		defer close(stop)
+		for {
+			select {
+			case e, ok := <-entries:
+				if !ok {
+					if runErr != nil {
+						yield(Entry{}, runErr)
+					}
+					return
+				}
+				if !yield(e, nil) {
+					return
+				}
+			case <-a.done:
+				yield(Entry{}, ErrClosed)
+				return
+			case <-ctx.Done():
+				yield(Entry{}, ctx.Err())
+				return
+			}
+		}
+	}
 }
 
 // save writes the observations from log index from on, and the dirty beliefs.

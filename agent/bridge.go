@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 	"maps"
-	"strconv"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -21,7 +20,11 @@ const MetaKey = "a2awebcap.agent/log"
 //	result               → TaskArtifactUpdateEvent named "<action> result" (text and data parts)
 //	output               → working status whose message is the output text
 //	input-required       → input-required status asking the question (terminal for this run)
-//	end                  → completed status with the reply
+//	end                  → completed status with the reply (failed, with a generic message, when
+//	                       the agent could not save its memory)
+//
+// Events stream as the agent records the entries ([Agent.Stream]), so a slow tool call shows as
+// a call before its result.
 func Executor(a *Agent) a2asrv.AgentExecutor { return executor{a} }
 
 type executor struct{ a *Agent }
@@ -34,21 +37,26 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		}
 		ev := Event{Kind: "message", Source: Source{Kind: SourceUser}, Text: messageText(ec.Message),
 			Context: Context{Task: string(ec.TaskID), Session: ec.ContextID, Turn: turn}}
-		run, err := x.a.Ask(ctx, ev)
-		if err != nil { // nothing is emitted yet, so the request fails and no task exists
-			yield(nil, err)
-			return
-		}
-		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-			return
-		}
 		msg := func(text string) *a2a.Message {
 			if text == "" {
 				return nil
 			}
 			return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
 		}
-		for _, e := range run.Log {
+		opened := ec.StoredTask != nil
+		for e, err := range x.a.Stream(ctx, ev) {
+			if err != nil {
+				if !opened { // nothing is emitted yet, so the request fails and no task exists
+					yield(nil, err)
+				}
+				return // after the end entry: it already reported the failure
+			}
+			if !opened {
+				opened = true
+				if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+					return
+				}
+			}
 			var out a2a.Event
 			switch e.Kind {
 			case EntryThought, EntryCall, EntryStep:
@@ -70,12 +78,16 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			case EntryInput:
 				continue // the end reports it
 			case EntryEnd:
-				state, text := a2a.TaskStateCompleted, run.Reply
-				if run.Question != "" {
-					state, text = a2a.TaskStateInputRequired, run.Question
+				var st *a2a.TaskStatusUpdateEvent
+				switch e.Result["status"] {
+				case "input-required":
+					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg(e.Result["question"]))
+				case "failed": // the cause stays in the server's hands
+					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, msg("I could not save my memory of this message."))
+				default:
+					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, msg(e.Result["reply"]))
 				}
-				st := a2a.NewStatusUpdateEvent(ec, state, msg(text))
-				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryEnd), "observation": run.Observation, "policy": strconv.Itoa(run.Policy)})
+				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryEnd), "observation": e.Result["observation"], "policy": e.Result["policy"]})
 				out = st
 			}
 			if !yield(out, nil) {

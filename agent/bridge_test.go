@@ -110,3 +110,32 @@ func TestExecutorOnEngine(t *testing.T) {
 		t.Errorf("after the answer: %q", strings.Join(got, "\n"))
 	}
 }
+
+type brokenStore struct{ agent.Store }
+
+func (brokenStore) Append(context.Context, string, agent.Observation) error {
+	return fmt.Errorf("secret internal path /var/db: disk full")
+}
+
+// A run whose memory cannot be saved fails the task, without internal error text on the wire.
+func TestExecutorStoreFailure(t *testing.T) {
+	t.Parallel()
+	a, err := agent.New(t.Context(), "notes", &agent.Options{Policy: agent.Notes(), Store: brokenStore{agent.NewMemoryStore()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	e := engine.New(agent.Executor(a), memory.New(), nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	var got []string
+	for ev, err := range e.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("remember a is b"))}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, describeEvent(ev))
+	}
+	last := got[len(got)-1]
+	if last != "status failed end: I could not save my memory of this message." {
+		t.Errorf("last event = %q", last)
+	}
+}

@@ -66,6 +66,7 @@ type mind struct {
 	now     func() time.Time
 	pending map[string]string // task -> subject of the open question
 	tools   map[string]Tool   // nil in a replay: calls are logged, not made
+	emit    func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
 	dirty   []string          // IDs of beliefs written since the last save, maybe repeated
 	nextSeq int64
 }
@@ -114,7 +115,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		out, _, err := r.when.Eval(vars)
 		if err != nil {
 			firstErr = cmpErr(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
-			run.Log = append(run.Log, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
+			m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
 			continue
 		}
 		if ok, _ := out.Value().(bool); !ok {
@@ -132,7 +133,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			}
 			if err != nil {
 				firstErr = cmpErr(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
-				run.Log = append(run.Log, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
+				m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
 				params = nil
 				break
 			}
@@ -141,23 +142,23 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			continue
 		}
 		fired++
-		run.Log = append(run.Log,
+		m.record(run,
 			Entry{Kind: EntryThought, Rule: r.Name, Text: "rule " + r.Name + " matched: " + r.Reason},
 			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})
 		res, follow := m.act(ctx, r, o, params, run)
 		clear(last)
 		maps.Copy(last, map[string]string{"action": "", "status": "", "subject": "", "value": "", "previous": "", "result": ""})
 		maps.Copy(last, res)
-		run.Log = append(run.Log, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
+		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
 		switch r.Action {
 		case Reply:
-			run.Log = append(run.Log, Entry{Kind: EntryOutput, Rule: r.Name, Text: params["text"]})
+			m.record(run, Entry{Kind: EntryOutput, Rule: r.Name, Text: params["text"]})
 			run.Reply = joinLine(run.Reply, params["text"])
 		case AskInput:
-			run.Log = append(run.Log, Entry{Kind: EntryInput, Rule: r.Name, Text: params["text"]})
+			m.record(run, Entry{Kind: EntryInput, Rule: r.Name, Text: params["text"]})
 			run.Question = params["text"]
 		}
-		run.Log = append(run.Log, Entry{Kind: EntryStep, Rule: r.Name, Text: "step " + strconv.Itoa(fired)})
+		m.record(run, Entry{Kind: EntryStep, Rule: r.Name, Text: "step " + strconv.Itoa(fired)})
 		if follow != nil && depth < maxToolDepth {
 			if err := m.integrateDepth(ctx, *follow, run, depth+1); err != nil {
 				firstErr = cmpErr(firstErr, err)
@@ -168,6 +169,16 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		}
 	}
 	return firstErr
+}
+
+// record appends entries to the run's log, showing each to emit.
+func (m *mind) record(run *Run, entries ...Entry) {
+	for _, e := range entries {
+		run.Log = append(run.Log, e)
+		if m.emit != nil {
+			m.emit(e)
+		}
+	}
 }
 
 func nonNil(m map[string]string) map[string]string {
