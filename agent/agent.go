@@ -24,7 +24,8 @@ var ErrClosed = errors.New("agent: closed")
 // Options configure an agent. The zero value (or nil) is an agent with an empty policy, an
 // in-memory store and no tools.
 type Options struct {
-	// Policy is the agent's first policy (version 1); nil means no rules.
+	// Policy is the agent's policy; nil means no rules. Its axioms and limits always apply; its
+	// rules are version 1 of a new agent, while an agent the store knows keeps its own versions.
 	Policy *Policy
 	// Store keeps the observation log and beliefs; nil means NewMemoryStore(). New loads what
 	// the store holds under the agent's name.
@@ -51,6 +52,7 @@ type core struct {
 	mind     *mind
 	store    Store
 	versions []*compiledPolicy // every policy version; versions[i] is version i+1
+	history  []PolicyVersion   // history[i] is how versions[i] came about
 	current  int               // index in versions
 	edits    []time.Time       // when proposals were applied, for the rate limit
 	sendErr  error             // the first store error of a Send, for the next Ask
@@ -65,8 +67,7 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	if pol == nil {
 		pol = &Policy{}
 	}
-	cp, err := compile(pol)
-	if err != nil {
+	if _, err := compile(pol); err != nil {
 		return nil, err
 	}
 	st := opts.Store
@@ -92,7 +93,42 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	for _, b := range beliefs {
 		mem.putBelief(b)
 	}
-	m := newMind(name, mem, cp, now)
+	hist, cur, err := st.Policies(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
+	if len(hist) == 0 {
+		v1 := PolicyVersion{Version: 1, Rules: cloneRules(pol.Rules), Applied: now().UTC()}
+		if err := st.AddPolicy(ctx, name, v1); err != nil {
+			return nil, fmt.Errorf("agent: saving %s: %w", name, err)
+		}
+		if err := st.SetPolicy(ctx, name, 1); err != nil {
+			return nil, fmt.Errorf("agent: saving %s: %w", name, err)
+		}
+		hist, cur = []PolicyVersion{v1}, 1
+	}
+	c := &core{store: st, history: hist, current: cur - 1}
+	for i, h := range hist {
+		if h.Version != i+1 {
+			return nil, fmt.Errorf("agent: loading %s: policy version %d is at position %d", name, h.Version, i+1)
+		}
+		// Axioms and limits are the program's; the rules are the agent's own history.
+		p := pol.clone()
+		p.Rules = h.Rules
+		cp, err := compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("agent: loading %s: policy version %d: %w", name, h.Version, err)
+		}
+		c.versions = append(c.versions, cp)
+		if i > 0 {
+			c.edits = append(c.edits, h.Applied)
+		}
+	}
+	if c.current < 0 || c.current >= len(c.versions) {
+		return nil, fmt.Errorf("agent: loading %s: no policy version %d", name, cur)
+	}
+	m := newMind(name, mem, c.versions[c.current], now)
+	c.mind = m
 	m.tools = map[string]Tool{}
 	for k, t := range opts.Tools {
 		m.tools[k] = t
@@ -102,7 +138,6 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 		size = 64
 	}
 	a := &Agent{name: name, mailbox: make(chan func(*core), size), quit: make(chan struct{}), done: make(chan struct{})}
-	c := &core{mind: m, store: st, versions: []*compiledPolicy{cp}}
 	go a.run(c)
 	return a, nil
 }
@@ -294,9 +329,11 @@ func (a *Agent) Recall(ctx context.Context, q Query) (Recollection, error) {
 // View is a copy of an agent's state.
 type View struct {
 	Name string
-	// Policy is the current policy and Version its number.
+	// Policy is the current policy and Version its number; History has every version of the
+	// rules with the proposal that made it.
 	Policy  Policy
 	Version int
+	History []PolicyVersion
 	// Beliefs are all beliefs, current and past, in the order written.
 	Beliefs      []Belief
 	Working      []WorkingNote
@@ -319,6 +356,9 @@ func (c *core) view() View {
 	for _, n := range m.mem.working {
 		n.Observations = slices.Clone(n.Observations)
 		v.Working = append(v.Working, n)
+	}
+	for _, h := range c.history {
+		v.History = append(v.History, h.clone())
 	}
 	for k := range m.tools {
 		v.Tools = append(v.Tools, k)

@@ -149,13 +149,16 @@ func TestNoOutsideWrites(t *testing.T) {
 	v.Beliefs[0].Provenance.Observations[0] = "forged"
 	v.Policy.Axioms = nil
 	v.Policy.Rules[0].When = "true"
+	v.Policy.Rules[1].Params["subject"] = `"hacked"`
+	v.History[0].Rules[1].Params["subject"] = `"hacked"`
 	r, _ := a.Recall(t.Context(), Query{Text: "sky"})
 	r.Beliefs[0].Value = "hacked"
 	r.Observations[0].Text = "hacked"
 	v2, _ := a.View(t.Context())
 	r2, _ := a.Recall(t.Context(), Query{Text: "sky"})
 	if v2.Beliefs[0].Value != "blue" || v2.Beliefs[0].Provenance.Observations[0] != "o1" || len(v2.Policy.Axioms) != 2 ||
-		v2.Policy.Rules[0].When == "true" || r2.Observations[0].Text != "remember the sky is blue" {
+		v2.Policy.Rules[0].When == "true" || v2.Policy.Rules[1].Params["subject"] == `"hacked"` ||
+		v2.History[0].Rules[1].Params["subject"] == `"hacked"` || r2.Observations[0].Text != "remember the sky is blue" {
 		t.Errorf("an outside write reached the agent: %+v %+v", v2, r2)
 	}
 }

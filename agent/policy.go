@@ -115,7 +115,7 @@ type Policy struct {
 }
 
 func (p *Policy) clone() *Policy {
-	return &Policy{Axioms: slices.Clone(p.Axioms), Rules: slices.Clone(p.Rules), Limits: p.Limits}
+	return &Policy{Axioms: cloneRules(p.Axioms), Rules: cloneRules(p.Rules), Limits: p.Limits}
 }
 
 // ErrInvalidRule is wrapped by errors about rules that do not compile or type-check.

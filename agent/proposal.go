@@ -67,7 +67,7 @@ var (
 // error wraps ErrRejected (ErrFrozen, ErrRateLimited, ErrReplayFailed, ErrInvalidRule) and the
 // Decision still reports the replay when there was one.
 func (a *Agent) Propose(ctx context.Context, p Proposal) (Decision, error) {
-	return call(ctx, a, func(c *core) (Decision, error) { return c.propose(ctx, p) })
+	return call(ctx, a, func(c *core) (Decision, error) { return c.propose(context.WithoutCancel(ctx), p) })
 }
 
 func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
@@ -149,7 +149,18 @@ func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
 	if !changed {
 		return reject(ErrReplayFailed, "the change alters nothing on its evidence")
 	}
+	pv := PolicyVersion{Version: len(c.versions) + 1, Rules: cloneRules(next.Rules), Applied: now.UTC()}
+	pp := p
+	pp.Evidence = slices.Clone(p.Evidence)
+	pv.Proposal = &pp
+	if err := c.store.AddPolicy(ctx, c.mind.name, pv); err != nil {
+		return d, fmt.Errorf("agent: saving policy version %d: %w", pv.Version, err)
+	}
+	if err := c.store.SetPolicy(ctx, c.mind.name, pv.Version); err != nil {
+		return d, fmt.Errorf("agent: saving policy version %d: %w", pv.Version, err)
+	}
 	c.versions = append(c.versions, cp)
+	c.history = append(c.history, pv)
 	c.current = len(c.versions) - 1
 	c.mind.pol = cp
 	c.edits = append(c.edits, now)
@@ -183,8 +194,12 @@ func (c *core) replay(ctx context.Context, pol *compiledPolicy, obs []Observatio
 // Versions stay in the history; a rollback is not a new edit for the rate limit.
 func (a *Agent) Rollback(ctx context.Context) (int, error) {
 	return call(ctx, a, func(c *core) (int, error) {
+		ctx := context.WithoutCancel(ctx) // once taken, the rollback is saved whole
 		if c.current == 0 {
 			return 0, ErrNoHistory
+		}
+		if err := c.store.SetPolicy(ctx, c.mind.name, c.current); err != nil {
+			return 0, fmt.Errorf("agent: saving policy version %d: %w", c.current, err)
 		}
 		c.current--
 		c.mind.pol = c.versions[c.current]

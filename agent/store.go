@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
+	"time"
 )
 
 // Store keeps agents' observation logs and long-term beliefs, each under the agent's name.
@@ -18,14 +21,34 @@ type Store interface {
 	SaveBelief(ctx context.Context, agent string, b Belief) error
 	// Beliefs returns every belief of the agent, current and past, in the order first saved.
 	Beliefs(ctx context.Context, agent string) ([]Belief, error)
+	// AddPolicy appends a version of the agent's mutable rules; a version already there is an
+	// error (the history is append-only).
+	AddPolicy(ctx context.Context, agent string, v PolicyVersion) error
+	// SetPolicy records which version is in force.
+	SetPolicy(ctx context.Context, agent string, version int) error
+	// Policies returns the agent's versions, oldest first, and the one in force (0 when none).
+	Policies(ctx context.Context, agent string) ([]PolicyVersion, int, error)
 }
+
+// PolicyVersion is one version of an agent's mutable rules and the proposal that made it.
+type PolicyVersion struct {
+	Version int    `json:"version"`
+	Rules   []Rule `json:"rules"`
+	// Proposal is nil for version 1.
+	Proposal *Proposal `json:"proposal,omitempty"`
+	Applied  time.Time `json:"applied"`
+}
+
+// ErrDuplicatePolicy is returned by [Store.AddPolicy] for a version already saved.
+var ErrDuplicatePolicy = errors.New("agent: duplicate policy version")
 
 // ErrDuplicateObservation is returned by [Store.Append] for an ID already in the log.
 var ErrDuplicateObservation = errors.New("agent: duplicate observation")
 
 // NewMemoryStore returns a Store in memory.
 func NewMemoryStore() Store {
-	return &memStore{logs: map[string][]Observation{}, beliefs: map[string][]Belief{}}
+	return &memStore{logs: map[string][]Observation{}, beliefs: map[string][]Belief{},
+		policies: map[string][]PolicyVersion{}, current: map[string]int{}}
 }
 
 type memStore struct {
@@ -34,6 +57,38 @@ type memStore struct {
 	ids     map[string]bool
 	beliefs map[string][]Belief
 	at      map[string]int // agent + "\x00" + belief ID -> index in beliefs[agent]
+
+	policies map[string][]PolicyVersion
+	current  map[string]int
+}
+
+func (s *memStore) AddPolicy(_ context.Context, agent string, v PolicyVersion) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.policies[agent] {
+		if x.Version == v.Version {
+			return fmt.Errorf("%w: %d", ErrDuplicatePolicy, v.Version)
+		}
+	}
+	s.policies[agent] = append(s.policies[agent], v.clone())
+	return nil
+}
+
+func (s *memStore) SetPolicy(_ context.Context, agent string, version int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current[agent] = version
+	return nil
+}
+
+func (s *memStore) Policies(_ context.Context, agent string) ([]PolicyVersion, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PolicyVersion
+	for _, v := range s.policies[agent] {
+		out = append(out, v.clone())
+	}
+	return out, s.current[agent], nil
 }
 
 func (s *memStore) Append(_ context.Context, agent string, o Observation) error {
@@ -95,4 +150,24 @@ func cloneObservation(o Observation) Observation {
 		o.Data = d
 	}
 	return o
+}
+
+func (v PolicyVersion) clone() PolicyVersion {
+	v.Rules = cloneRules(v.Rules)
+	if v.Proposal != nil {
+		p := *v.Proposal
+		p.Rule = cloneRules([]Rule{p.Rule})[0]
+		p.Evidence = slices.Clone(p.Evidence)
+		v.Proposal = &p
+	}
+	return v
+}
+
+// cloneRules copies rules deeply (their Params maps).
+func cloneRules(rs []Rule) []Rule {
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].Params = maps.Clone(out[i].Params)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-// Package sqlitestore keeps agents' observation logs and beliefs in SQLite, in tables of their
+// Package sqlitestore keeps agents' observation logs, beliefs and policy versions in SQLite, in tables of their
 // own (agent_*), so they can share the database file of the task store (store/sqlite).
 package sqlitestore
 
@@ -34,6 +34,19 @@ CREATE TABLE agent_beliefs (
 	ord    INTEGER NOT NULL,
 	belief BLOB    NOT NULL,
 	PRIMARY KEY (agent, id)
+) STRICT;
+`,
+	// 2: policy versions (append-only) and the version in force.
+	`
+CREATE TABLE agent_policies (
+	agent   TEXT    NOT NULL,
+	version INTEGER NOT NULL,
+	policy  BLOB    NOT NULL,
+	PRIMARY KEY (agent, version)
+) STRICT;
+CREATE TABLE agent_policy_current (
+	agent   TEXT    NOT NULL PRIMARY KEY,
+	version INTEGER NOT NULL
 ) STRICT;
 `,
 }
@@ -157,6 +170,48 @@ func (s *Store) SaveBelief(ctx context.Context, name string, b agent.Belief) err
 // Beliefs implements agent.Store.
 func (s *Store) Beliefs(ctx context.Context, name string) ([]agent.Belief, error) {
 	return query[agent.Belief](ctx, s.db, `SELECT belief FROM agent_beliefs WHERE agent = ? ORDER BY ord`, name)
+}
+
+// AddPolicy implements agent.Store.
+func (s *Store) AddPolicy(ctx context.Context, name string, v agent.PolicyVersion) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT INTO agent_policies (agent, version, policy) VALUES (?, ?, ?)
+		ON CONFLICT DO NOTHING`, name, v.Version, data)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: add policy: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%w: %d", agent.ErrDuplicatePolicy, v.Version)
+	}
+	return nil
+}
+
+// SetPolicy implements agent.Store.
+func (s *Store) SetPolicy(ctx context.Context, name string, version int) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO agent_policy_current (agent, version) VALUES (?, ?)
+		ON CONFLICT (agent) DO UPDATE SET version = excluded.version`, name, version)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: set policy: %w", err)
+	}
+	return nil
+}
+
+// Policies implements agent.Store.
+func (s *Store) Policies(ctx context.Context, name string) ([]agent.PolicyVersion, int, error) {
+	vs, err := query[agent.PolicyVersion](ctx, s.db, `SELECT policy FROM agent_policies WHERE agent = ? ORDER BY version`, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	var cur int
+	switch err := s.db.QueryRowContext(ctx, `SELECT version FROM agent_policy_current WHERE agent = ?`, name).Scan(&cur); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return nil, 0, fmt.Errorf("sqlitestore: %w", err)
+	}
+	return vs, cur, nil
 }
 
 func query[T any](ctx context.Context, db *sql.DB, q, name string) ([]T, error) {

@@ -69,6 +69,76 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 			t.Errorf("Beliefs(a) (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("PoliciesAreAppendOnly", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		if vs, cur, err := s.Policies(ctx, "a"); err != nil || len(vs) != 0 || cur != 0 {
+			t.Fatalf("Policies(new agent) = %v, %d, %v, want none", vs, cur, err)
+		}
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		rule := agent.Rule{Name: "r", When: "true", Action: agent.Reply, Params: map[string]string{"text": `"x"`}, Reason: "why"}
+		v1 := agent.PolicyVersion{Version: 1, Rules: []agent.Rule{rule}, Applied: at}
+		v2 := agent.PolicyVersion{Version: 2, Applied: at.Add(time.Second),
+			Proposal: &agent.Proposal{Op: agent.OpRemove, Rule: agent.Rule{Name: "r"}, Justification: "j", Evidence: []string{"o1"}}}
+		for _, v := range []agent.PolicyVersion{v1, v2} {
+			if err := s.AddPolicy(ctx, "a", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.AddPolicy(ctx, "a", v1); !errors.Is(err, agent.ErrDuplicatePolicy) {
+			t.Errorf("AddPolicy(v1 again) = %v, want ErrDuplicatePolicy", err)
+		}
+		for _, v := range []int{2, 1} {
+			if err := s.SetPolicy(ctx, "a", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vs, cur, err := s.Policies(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.PolicyVersion{v1, v2}, vs); diff != "" || cur != 1 {
+			t.Errorf("Policies(a) = version %d (-want +got):\n%s", cur, diff)
+		}
+	})
+	t.Run("AnAgentKeepsItsPolicyVersions", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		start := func() *agent.Agent {
+			a, err := agent.New(t.Context(), "p", &agent.Options{Policy: agent.Notes(), Store: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		a := start()
+		hello, err := a.Ask(t.Context(), agent.UserText("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		greet := agent.Rule{Name: "greet", When: `command == "hello"`, Action: agent.Reply,
+			Params: map[string]string{"text": `"Hi."`}, Reason: "users greet"}
+		if _, err := a.Propose(t.Context(), agent.Proposal{Op: agent.OpAdd, Rule: greet, Justification: "j",
+			Evidence: []string{hello.Observation}}); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Close()
+		a = start()
+		v, _ := a.View(t.Context())
+		if v.Version != 2 || len(v.History) != 2 || v.History[1].Proposal == nil || v.History[1].Proposal.Rule.Name != "greet" {
+			t.Fatalf("after a restart: version %d, history %+v", v.Version, v.History)
+		}
+		if _, err := a.Rollback(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Close()
+		a = start()
+		defer a.Close()
+		if v, _ := a.View(t.Context()); v.Version != 1 || len(v.History) != 2 {
+			t.Errorf("after a rollback and a restart: version %d, %d versions", v.Version, len(v.History))
+		}
+	})
 	t.Run("AnAgentReloadsFromIt", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
