@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func newNotes(t *testing.T, name string, opts *Options) *Agent {
@@ -243,5 +244,33 @@ func TestRecallRanking(t *testing.T) {
 	}
 	if r, _ := a.Recall(t.Context(), Query{Limit: 1}); len(r.Observations) != 1 || r.Observations[0].ID != "o3" {
 		t.Errorf("Recall(\"\", limit 1) = %v, want the latest", r.Observations)
+	}
+}
+
+// Working memory is bounded by size, evicting the least used first, and by age.
+func TestWorkingMemoryBounds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	pol := &Policy{Rules: []Rule{{Name: "note", When: `command == "note"`, Action: Note,
+		Params: map[string]string{"subject": `args`, "value": `"seen"`}, Reason: "r"}},
+		Limits: Limits{WorkingSize: 2, WorkingTTL: time.Minute, PromoteAfter: 10}}
+	a := newNotes(t, "w", &Options{Policy: pol, Now: clock})
+	for _, s := range []string{"note a", "note a", "note b", "note c"} {
+		say(t, a, s)
+		now = now.Add(time.Second)
+	}
+	v, _ := a.View(t.Context())
+	var got []string
+	for _, n := range v.Working {
+		got = append(got, n.Subject)
+	}
+	if strings.Join(got, ",") != "a,c" {
+		t.Errorf("working = %v, want a (used twice) and c (newest): b was least relevant", got)
+	}
+	now = now.Add(2 * time.Minute)
+	say(t, a, "note d")
+	if v, _ := a.View(t.Context()); len(v.Working) != 1 || v.Working[0].Subject != "d" {
+		t.Errorf("after the TTL working = %+v, want only d", v.Working)
 	}
 }

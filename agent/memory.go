@@ -140,11 +140,18 @@ func (m *memory) belief(subject string) (Belief, bool) {
 	return m.beliefs[i], true
 }
 
-// trimWorking drops notes older than ttl and the oldest beyond size.
+// trimWorking drops notes older than ttl, then, beyond size, the least relevant: the least used,
+// the oldest among equals.
 func (m *memory) trimWorking(now time.Time, size int, ttl time.Duration) {
 	m.working = slices.DeleteFunc(m.working, func(n WorkingNote) bool { return ttl > 0 && now.Sub(n.Time) > ttl })
-	if size > 0 && len(m.working) > size {
-		m.working = slices.Delete(m.working, 0, len(m.working)-size)
+	for size > 0 && len(m.working) > size {
+		i := 0
+		for j, n := range m.working {
+			if n.Uses < m.working[i].Uses || n.Uses == m.working[i].Uses && n.Time.Before(m.working[i].Time) {
+				i = j
+			}
+		}
+		m.working = slices.Delete(m.working, i, i+1)
 	}
 }
 

@@ -370,6 +370,8 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 		}
 	}
 	m.mem.working = append(m.mem.working, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
+	lim := m.pol.src.Limits
+	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
 	return "noted"
 }
 
