@@ -102,7 +102,8 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	cmd, args := splitCommand(o.Text)
 	pending := m.pending[o.Context.Task]
 	delete(m.pending, o.Context.Task)
-	last := map[string]string{"action": "", "status": "", "subject": "", "value": "", "previous": "", "result": ""}
+	last := map[string]string{}
+	setLast(last, nil)
 	vars := map[string]any{
 		"text": o.Text, "command": cmd, "args": args, "kind": o.Kind, "source": string(o.Source.Kind),
 		"self": m.name, "pending": pending, "data": nonNil(o.Data), "last": last,
@@ -114,7 +115,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			"beliefs": int64(len(m.mem.current)), "fired": int64(fired)}
 		out, _, err := r.when.Eval(vars)
 		if err != nil {
-			firstErr = cmpErr(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
+			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
 			m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
 			continue
 		}
@@ -132,7 +133,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 				params[name] = s
 			}
 			if err != nil {
-				firstErr = cmpErr(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
+				firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
 				m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
 				params = nil
 				break
@@ -146,9 +147,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			Entry{Kind: EntryThought, Rule: r.Name, Text: "rule " + r.Name + " matched: " + r.Reason},
 			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})
 		res, follow := m.act(ctx, r, o, params, run)
-		clear(last)
-		maps.Copy(last, map[string]string{"action": "", "status": "", "subject": "", "value": "", "previous": "", "result": ""})
-		maps.Copy(last, res)
+		setLast(last, res)
 		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
 		switch r.Action {
 		case Reply:
@@ -161,7 +160,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		m.record(run, Entry{Kind: EntryStep, Rule: r.Name, Text: "step " + strconv.Itoa(fired)})
 		if follow != nil && depth < maxToolDepth {
 			if err := m.integrateDepth(ctx, *follow, run, depth+1); err != nil {
-				firstErr = cmpErr(firstErr, err)
+				firstErr = firstErrOf(firstErr, err)
 			}
 		}
 		if r.Stop {
@@ -181,6 +180,17 @@ func (m *mind) record(run *Run, entries ...Entry) {
 	}
 }
 
+// resultKeys are the keys of `last`, all present so rules need no `in` checks.
+var resultKeys = []string{"action", "status", "subject", "value", "previous", "result"}
+
+// setLast makes last the result res, with "" for the keys res lacks.
+func setLast(last, res map[string]string) {
+	clear(last)
+	for _, k := range resultKeys {
+		last[k] = res[k]
+	}
+}
+
 func nonNil(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}
@@ -188,7 +198,7 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-func cmpErr(first, err error) error {
+func firstErrOf(first, err error) error {
 	if first != nil {
 		return first
 	}
