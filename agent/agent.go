@@ -93,6 +93,9 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	for _, b := range beliefs {
 		mem.putBelief(b)
 	}
+	if mem.goals, err = st.Goals(ctx, name); err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
 	hist, cur, err := st.Policies(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
@@ -318,6 +321,12 @@ func (c *core) save(ctx context.Context, from int) error {
 		}
 	}
 	c.mind.dirty = c.mind.dirty[:0]
+	for _, i := range c.mind.dirtyGoals {
+		if err := c.store.SaveGoal(ctx, name, c.mind.mem.goals[i]); err != nil {
+			return fmt.Errorf("agent: saving %s: %w", c.mind.mem.goals[i].ID, err)
+		}
+	}
+	c.mind.dirtyGoals = c.mind.dirtyGoals[:0]
 	return nil
 }
 
@@ -336,6 +345,7 @@ type View struct {
 	History []PolicyVersion
 	// Beliefs are all beliefs, current and past, in the order written.
 	Beliefs      []Belief
+	Goals        []Goal
 	Working      []WorkingNote
 	Observations int
 	Tools        []string
@@ -353,6 +363,9 @@ func (c *core) view() View {
 	for _, b := range m.mem.beliefs {
 		v.Beliefs = append(v.Beliefs, b.clone())
 	}
+	for _, g := range m.mem.goals {
+		v.Goals = append(v.Goals, g.clone())
+	}
 	for _, n := range m.mem.working {
 		n.Observations = slices.Clone(n.Observations)
 		v.Working = append(v.Working, n)
@@ -368,7 +381,7 @@ func (c *core) view() View {
 }
 
 // Identity is a digest of what makes the agent this agent: its rules, its memory view (current
-// beliefs) and its capabilities. Names are labels, not identity.
+// beliefs and open goals) and its capabilities. Names are labels, not identity.
 func (a *Agent) Identity(ctx context.Context) (string, error) {
 	return call(ctx, a, func(c *core) (string, error) {
 		v := c.view()
@@ -377,6 +390,11 @@ func (a *Agent) Identity(ctx context.Context) (string, error) {
 		for _, b := range v.Beliefs {
 			if b.current() {
 				facts = append(facts, fact{subjectKey(b.Subject), subjectKey(b.Value)})
+			}
+		}
+		for _, g := range v.Goals {
+			if g.Status == GoalOpen {
+				facts = append(facts, fact{"goal", subjectKey(g.Text)})
 			}
 		}
 		data, _ := json.Marshal(struct {

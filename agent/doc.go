@@ -29,7 +29,8 @@
 //	data     map(string,string) the event's data
 //	self     string            the agent's name
 //	pending  string            the subject of the question this task is waiting on, or ""
-//	state    map(string,int)   observations, working, beliefs, fired (rules fired so far)
+//	goals    list(string)      the open goals, oldest first
+//	state    map(string,int)   observations, working, beliefs, goals, fired (rules fired so far)
 //	last     map(string,string) the previous action's result in this run: action, status,
 //	                            subject, value, previous, result (all present, "" when unset)
 //
@@ -37,7 +38,8 @@
 //
 // The observation log is append-only. Working memory holds recent notes, bounded in size and
 // age, and a note used often enough is promoted to a long-term [Belief]. Every belief carries a
-// [Provenance]: source, the observations behind it, confidence, context and reason. A
+// [Provenance]: source, the observations behind it, confidence, context and reason; so does
+// every [Goal]. A
 // correction supersedes a belief (the old one stays, linked both ways); a contradiction demotes
 // it (lower confidence, disputed); corroboration raises it. Recall ranks by text match,
 // recency and salience. A [Store] keeps the log and the beliefs: [NewMemoryStore] in memory,

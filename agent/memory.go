@@ -56,9 +56,40 @@ type Belief struct {
 func (b *Belief) current() bool { return b.Status == StatusActive || b.Status == StatusDisputed }
 
 func (b Belief) clone() Belief {
-	b.Provenance.Observations = slices.Clone(b.Provenance.Observations)
-	b.Provenance.Against = slices.Clone(b.Provenance.Against)
+	b.Provenance = b.Provenance.clone()
 	return b
+}
+
+func (p Provenance) clone() Provenance {
+	p.Observations = slices.Clone(p.Observations)
+	p.Against = slices.Clone(p.Against)
+	return p
+}
+
+// GoalStatus is where a goal stands.
+type GoalStatus string
+
+// Goal statuses.
+const (
+	GoalOpen     GoalStatus = "open"
+	GoalAchieved GoalStatus = "achieved"
+	GoalDropped  GoalStatus = "dropped"
+)
+
+// Goal is something the agent means to bring about: object-level state, like beliefs, with the
+// same provenance.
+type Goal struct {
+	ID         string     `json:"id"`
+	Text       string     `json:"text"`
+	Status     GoalStatus `json:"status"`
+	Provenance Provenance `json:"provenance"`
+	Created    time.Time  `json:"created"`
+	Updated    time.Time  `json:"updated"`
+}
+
+func (g Goal) clone() Goal {
+	g.Provenance = g.Provenance.clone()
+	return g
 }
 
 // WorkingNote is an item of working memory.
@@ -83,6 +114,7 @@ type memory struct {
 	beliefAt map[string]int // belief ID -> index in beliefs
 	bterms   [][]string     // bterms[i] are the search terms of beliefs[i]
 	cited    map[string]int // observation ID -> how many beliefs cite it (its salience)
+	goals    []Goal         // every goal ever adopted, in order
 	current  map[string]int // normalized subject -> index in beliefs of the current belief
 }
 
@@ -269,4 +301,21 @@ func describe(bs []Belief) string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// openGoal returns the index of the open goal with text's terms, or -1.
+func (m *memory) openGoal(text string) int {
+	k := subjectKey(text)
+	return slices.IndexFunc(m.goals, func(g Goal) bool { return g.Status == GoalOpen && subjectKey(g.Text) == k })
+}
+
+// openGoals are the texts of the open goals, oldest first.
+func (m *memory) openGoals() []string {
+	out := []string{}
+	for _, g := range m.goals {
+		if g.Status == GoalOpen {
+			out = append(out, g.Text)
+		}
+	}
+	return out
 }

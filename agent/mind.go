@@ -60,15 +60,16 @@ const maxToolDepth = 4
 
 // mind applies a compiled policy to a memory. The live agent and every replay have their own.
 type mind struct {
-	name    string
-	mem     *memory
-	pol     *compiledPolicy
-	now     func() time.Time
-	pending map[string]string // task -> subject of the open question
-	tools   map[string]Tool   // nil in a replay: calls are logged, not made
-	emit    func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
-	dirty   []string          // IDs of beliefs written since the last save, maybe repeated
-	nextSeq int64
+	name       string
+	mem        *memory
+	pol        *compiledPolicy
+	now        func() time.Time
+	pending    map[string]string // task -> subject of the open question
+	tools      map[string]Tool   // nil in a replay: calls are logged, not made
+	emit       func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
+	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
+	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
+	nextSeq    int64
 }
 
 func newMind(name string, mem *memory, pol *compiledPolicy, now func() time.Time) *mind {
@@ -111,8 +112,10 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	fired := 0
 	var firstErr error
 	for _, r := range m.pol.rules {
+		goals := m.mem.openGoals()
+		vars["goals"] = goals
 		vars["state"] = map[string]int64{"observations": int64(len(m.mem.log)), "working": int64(len(m.mem.working)),
-			"beliefs": int64(len(m.mem.current)), "fired": int64(fired)}
+			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired)}
 		out, _, err := r.when.Eval(vars)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
@@ -269,6 +272,8 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 		res["status"], res["result"] = "asked", p["text"]
 	case CallTool:
 		return m.call(ctx, o, p["tool"], p["input"], res)
+	case Adopt, Achieve, Drop:
+		res["subject"], res["status"] = p["goal"], m.goal(r, reason, o, p["goal"])
 	}
 	return res, nil
 }
@@ -425,4 +430,32 @@ func (m *mind) supersede(rule, reason string, o Observation, old Belief, value s
 	b := m.newBelief(rule, reason, o, old.Subject, value, obs)
 	b.Supersedes = old.ID
 	m.put(b)
+}
+
+// goal adopts, achieves or drops a goal.
+func (m *mind) goal(r *compiledRule, reason string, o Observation, text string) string {
+	i := m.mem.openGoal(text)
+	now := m.now()
+	if r.Action == Adopt {
+		if i >= 0 {
+			return "exists"
+		}
+		g := Goal{ID: "g" + strconv.Itoa(len(m.mem.goals)+1), Text: text, Status: GoalOpen, Created: now, Updated: now,
+			Provenance: Provenance{Source: o.Source, Observations: []string{o.ID}, Context: o.Context, Rule: r.Name, Reason: reason}}
+		m.mem.goals = append(m.mem.goals, g)
+		m.dirtyGoals = append(m.dirtyGoals, len(m.mem.goals)-1)
+		return "adopted"
+	}
+	if i < 0 {
+		return "missing"
+	}
+	g := &m.mem.goals[i]
+	g.Status, g.Updated = GoalAchieved, now
+	if r.Action == Drop {
+		g.Status = GoalDropped
+	}
+	g.Provenance.Observations = append(g.Provenance.Observations, o.ID)
+	g.Provenance.Reason += "; " + string(g.Status) + ": " + reason
+	m.dirtyGoals = append(m.dirtyGoals, i)
+	return string(g.Status)
 }

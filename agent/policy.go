@@ -36,6 +36,12 @@ const (
 	AskInput Action = "ask"
 	// CallTool calls tool with input; the result is a new observation from the tool.
 	CallTool Action = "call"
+	// Adopt makes goal an open goal of the agent (visible to rules as `goals`).
+	Adopt Action = "adopt"
+	// Achieve marks the open goal as achieved.
+	Achieve Action = "achieve"
+	// Drop abandons the open goal.
+	Drop Action = "drop"
 )
 
 var actionParams = map[Action]struct{ required, optional []string }{
@@ -49,6 +55,9 @@ var actionParams = map[Action]struct{ required, optional []string }{
 	Reply:    {[]string{"text"}, nil},
 	AskInput: {[]string{"text", "subject"}, nil},
 	CallTool: {[]string{"tool", "input"}, nil},
+	Adopt:    {[]string{"goal"}, []string{"reason"}},
+	Achieve:  {[]string{"goal"}, []string{"reason"}},
+	Drop:     {[]string{"goal"}, []string{"reason"}},
 }
 
 // Rule is one update rule: when When holds, do Action with Params.
@@ -146,6 +155,7 @@ var celEnv = func() *cel.Env {
 		cel.Variable("data", cel.MapType(cel.StringType, cel.StringType)),
 		cel.Variable("state", cel.MapType(cel.StringType, cel.IntType)),
 		cel.Variable("last", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("goals", cel.ListType(cel.StringType)),
 		ext.Strings(),
 	)
 	if err != nil {

@@ -21,6 +21,10 @@ type Store interface {
 	SaveBelief(ctx context.Context, agent string, b Belief) error
 	// Beliefs returns every belief of the agent, current and past, in the order first saved.
 	Beliefs(ctx context.Context, agent string) ([]Belief, error)
+	// SaveGoal inserts g or replaces the goal with its ID.
+	SaveGoal(ctx context.Context, agent string, g Goal) error
+	// Goals returns every goal of the agent in the order first saved.
+	Goals(ctx context.Context, agent string) ([]Goal, error)
 	// AddPolicy appends a version of the agent's mutable rules; a version already there is an
 	// error (the history is append-only).
 	AddPolicy(ctx context.Context, agent string, v PolicyVersion) error
@@ -56,10 +60,48 @@ type memStore struct {
 	logs    map[string][]Observation
 	ids     map[string]bool
 	beliefs map[string][]Belief
-	at      map[string]int // agent + "\x00" + belief ID -> index in beliefs[agent]
+	at      map[string]int // "b" or "g", agent and ID, NUL-separated -> index in beliefs or goals
 
 	policies map[string][]PolicyVersion
 	current  map[string]int
+	goals    map[string][]Goal
+}
+
+func (s *memStore) SaveGoal(_ context.Context, agent string, g Goal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.goals == nil {
+		s.goals = map[string][]Goal{}
+	}
+	s.goals[agent] = upsert(s, s.goals[agent], "g\x00"+agent+"\x00"+g.ID, g.clone())
+	return nil
+}
+
+func (s *memStore) Goals(_ context.Context, agent string) ([]Goal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneAll(s.goals[agent], Goal.clone), nil
+}
+
+// upsert replaces the item under key in list, or appends it; s.mu must be held.
+func upsert[T any](s *memStore, list []T, key string, v T) []T {
+	if s.at == nil {
+		s.at = map[string]int{}
+	}
+	if i, ok := s.at[key]; ok {
+		list[i] = v
+		return list
+	}
+	s.at[key] = len(list)
+	return append(list, v)
+}
+
+func cloneAll[T any](xs []T, clone func(T) T) []T {
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = clone(x)
+	}
+	return out
 }
 
 func (s *memStore) AddPolicy(_ context.Context, agent string, v PolicyVersion) error {
@@ -84,11 +126,7 @@ func (s *memStore) SetPolicy(_ context.Context, agent string, version int) error
 func (s *memStore) Policies(_ context.Context, agent string) ([]PolicyVersion, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []PolicyVersion
-	for _, v := range s.policies[agent] {
-		out = append(out, v.clone())
-	}
-	return out, s.current[agent], nil
+	return cloneAll(s.policies[agent], PolicyVersion.clone), s.current[agent], nil
 }
 
 func (s *memStore) Append(_ context.Context, agent string, o Observation) error {
@@ -108,37 +146,20 @@ func (s *memStore) Append(_ context.Context, agent string, o Observation) error 
 func (s *memStore) Observations(_ context.Context, agent string) ([]Observation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Observation, len(s.logs[agent]))
-	for i, o := range s.logs[agent] {
-		out[i] = cloneObservation(o)
-	}
-	return out, nil
+	return cloneAll(s.logs[agent], cloneObservation), nil
 }
 
 func (s *memStore) SaveBelief(_ context.Context, agent string, b Belief) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.at == nil {
-		s.at = map[string]int{}
-	}
-	key := agent + "\x00" + b.ID
-	if i, ok := s.at[key]; ok {
-		s.beliefs[agent][i] = b.clone()
-	} else {
-		s.at[key] = len(s.beliefs[agent])
-		s.beliefs[agent] = append(s.beliefs[agent], b.clone())
-	}
+	s.beliefs[agent] = upsert(s, s.beliefs[agent], "b\x00"+agent+"\x00"+b.ID, b.clone())
 	return nil
 }
 
 func (s *memStore) Beliefs(_ context.Context, agent string) ([]Belief, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Belief, len(s.beliefs[agent]))
-	for i, b := range s.beliefs[agent] {
-		out[i] = b.clone()
-	}
-	return out, nil
+	return cloneAll(s.beliefs[agent], Belief.clone), nil
 }
 
 func cloneObservation(o Observation) Observation {

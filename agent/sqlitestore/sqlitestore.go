@@ -1,4 +1,4 @@
-// Package sqlitestore keeps agents' observation logs, beliefs and policy versions in SQLite, in tables of their
+// Package sqlitestore keeps agents' observation logs, beliefs, goals and policy versions in SQLite, in tables of their
 // own (agent_*), so they can share the database file of the task store (store/sqlite).
 package sqlitestore
 
@@ -47,6 +47,16 @@ CREATE TABLE agent_policies (
 CREATE TABLE agent_policy_current (
 	agent   TEXT    NOT NULL PRIMARY KEY,
 	version INTEGER NOT NULL
+) STRICT;
+`,
+	// 3: goals.
+	`
+CREATE TABLE agent_goals (
+	agent TEXT    NOT NULL,
+	id    TEXT    NOT NULL,
+	ord   INTEGER NOT NULL,
+	goal  BLOB    NOT NULL,
+	PRIMARY KEY (agent, id)
 ) STRICT;
 `,
 }
@@ -154,15 +164,31 @@ func (s *Store) Observations(ctx context.Context, name string) ([]agent.Observat
 
 // SaveBelief implements agent.Store.
 func (s *Store) SaveBelief(ctx context.Context, name string, b agent.Belief) error {
-	data, err := json.Marshal(b)
+	return s.upsert(ctx, `INSERT INTO agent_beliefs (agent, id, ord, belief)
+		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM agent_beliefs WHERE agent = ?1), ?3)
+		ON CONFLICT (agent, id) DO UPDATE SET belief = excluded.belief`, name, b.ID, b)
+}
+
+// SaveGoal implements agent.Store.
+func (s *Store) SaveGoal(ctx context.Context, name string, g agent.Goal) error {
+	return s.upsert(ctx, `INSERT INTO agent_goals (agent, id, ord, goal)
+		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM agent_goals WHERE agent = ?1), ?3)
+		ON CONFLICT (agent, id) DO UPDATE SET goal = excluded.goal`, name, g.ID, g)
+}
+
+// Goals implements agent.Store.
+func (s *Store) Goals(ctx context.Context, name string) ([]agent.Goal, error) {
+	return query[agent.Goal](ctx, s.db, `SELECT goal FROM agent_goals WHERE agent = ? ORDER BY ord`, name)
+}
+
+// upsert runs q with the agent's name, an ID and v as JSON.
+func (s *Store) upsert(ctx context.Context, q, name, id string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO agent_beliefs (agent, id, ord, belief)
-		VALUES (?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM agent_beliefs WHERE agent = ?), ?)
-		ON CONFLICT (agent, id) DO UPDATE SET belief = excluded.belief`, name, b.ID, name, data)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: save belief: %w", err)
+	if _, err := s.db.ExecContext(ctx, q, name, id, data); err != nil {
+		return fmt.Errorf("sqlitestore: save %s: %w", id, err)
 	}
 	return nil
 }

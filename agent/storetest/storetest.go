@@ -69,6 +69,32 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 			t.Errorf("Beliefs(a) (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("GoalsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		g1 := agent.Goal{ID: "g1", Text: "learn the capitals", Status: agent.GoalOpen, Created: at, Updated: at,
+			Provenance: agent.Provenance{Source: agent.Source{Kind: agent.SourceUser}, Observations: []string{"o1"}, Rule: "r", Reason: "asked"}}
+		g2 := g1
+		g2.ID, g2.Text = "g2", "tidy up"
+		for _, g := range []agent.Goal{g1, g2} {
+			if err := s.SaveGoal(ctx, "a", g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g1.Status = agent.GoalAchieved
+		if err := s.SaveGoal(ctx, "a", g1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Goals(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Goal{g1, g2}, got); diff != "" {
+			t.Errorf("Goals(a) (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("PoliciesAreAppendOnly", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
