@@ -36,6 +36,8 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run='^$$' -fuzz='^FuzzSession$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzFromWire$$' -fuzztime=$(FUZZTIME) ./binding
 	$(GO) test -run='^$$' -fuzz='^FuzzJWT$$' -fuzztime=$(FUZZTIME) ./auth
+	$(GO) test -run='^$$' -fuzz='^FuzzRule$$' -fuzztime=$(FUZZTIME) ./agent
 
-bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios
+bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb
+	$(GO) test -run='^$$' -bench=. -benchmem ./agent

@@ -1,0 +1,59 @@
+// Package agent is a2aWebCap's agent runtime: rule-driven agents that own their state, remember
+// with provenance, change their own policy only through checked proposals, and serve as A2A
+// agents. It needs no language model.
+//
+// # Monad
+//
+// An [Agent] is an actor. One goroutine owns its state; the only way in is its mailbox:
+// [Agent.Send] posts an [Event] (an observation from a user, a tool or another agent) and
+// [Agent.Ask] posts one and waits for the [Run] it caused. No exported API writes the agent's
+// memory: what [Agent.Recall] and [Agent.View] return are copies. The agent integrates each
+// event by its own rules, and those rules decide what it remembers.
+//
+// # Policy as data
+//
+// A [Policy] is a list of [Rule]s: a predicate in CEL over the event and the agent's state, an
+// [Action] from a fixed set, and parameters (CEL expressions of type string). Axioms (identity,
+// safety) are frozen. Mutable rules change only by a [Proposal], which carries the change, a
+// justification and the observations behind it; [Agent.Propose] compiles and type-checks it
+// under a CEL cost limit, replays the agent's recent observations under the old and the new
+// policy and reports the difference, rate-limits edits, and applies it as a new policy version
+// that [Agent.Rollback] undoes. Proposals that touch an axiom or the validation limits are
+// refused with [ErrFrozen].
+//
+//	text     string            the event's text
+//	command  string            its first word, lower-cased
+//	args     string            the rest, trimmed
+//	kind     string            the event's kind ("message", "tool-result", ...)
+//	source   string            "user", "tool", "agent" or "self"
+//	data     map(string,string) the event's data
+//	self     string            the agent's name
+//	pending  string            the subject of the question this task is waiting on, or ""
+//	goals    list(string)      the open goals, oldest first
+//	state    map(string,int)   observations, working, beliefs, goals, fired (rules fired so far)
+//	last     map(string,string) the previous action's result in this run: action, status,
+//	                            subject, value, previous, result (all present, "" when unset)
+//
+// # Memory in layers
+//
+// The observation log is append-only. Working memory holds recent notes, bounded in size and
+// age, and a note used often enough is promoted to a long-term [Belief]. Every belief carries a
+// [Provenance]: source, the observations behind it, confidence, context and reason; so does
+// every [Goal]. A
+// correction supersedes a belief (the old one stays, linked both ways); a contradiction demotes
+// it (lower confidence, disputed); corroboration raises it. Recall ranks by text match,
+// recency and salience. A [Store] keeps the log and the beliefs: [NewMemoryStore] in memory,
+// package agent/sqlitestore in SQLite.
+//
+// # Bridge
+//
+// [Executor] makes an agent an a2asrv.AgentExecutor: the run's working log becomes A2A events
+// (thoughts, calls and steps as working status updates with typed metadata under [MetaKey],
+// action results as artifacts, a question as input-required, the end as a terminal status).
+// [Notes] is a ready note-taking agent whose behaviour comes entirely from its rules.
+//
+//	a, _ := agent.New(ctx, "notes", &agent.Options{Policy: agent.Notes()})
+//	defer a.Close()
+//	run, _ := a.Ask(ctx, agent.UserText("remember the sky is blue"))
+//	fmt.Println(run.Reply) // Noted: the sky is blue.
+package agent

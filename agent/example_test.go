@@ -1,0 +1,99 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+)
+
+// The ready note-taking agent: everything it does comes from its rules.
+func Example() {
+	ctx := context.Background()
+	a, err := agent.New(ctx, "notes", &agent.Options{Policy: agent.Notes()})
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	for _, text := range []string{
+		"remember the sky is blue",
+		"remember the sky is green",
+		"actually the sky is green",
+		"what do you know about the sky",
+	} {
+		run, _ := a.Ask(ctx, agent.UserText(text))
+		fmt.Println(run.Reply)
+	}
+	// Output:
+	// Noted: the sky is blue.
+	// That contradicts what I knew: the sky is blue. I trust that less now; say "actually the sky is green" to correct it.
+	// Corrected: the sky is green.
+	// I know: the sky is green (confidence 0.90).
+}
+
+// A policy of your own: a CEL predicate, an action and its parameters per rule.
+func ExampleRule() {
+	ctx := context.Background()
+	pol := &agent.Policy{
+		Axioms: []agent.Rule{{
+			Name: "no-shouting", When: `text == text.upperAscii() && text.size() > 3`, Action: agent.Reply,
+			Params: map[string]string{"text": `"Please don't shout."`}, Stop: true, Reason: "be calm",
+		}},
+		Rules: []agent.Rule{
+			{Name: "likes", When: `command == "i" && args.startsWith("like ")`, Action: agent.Remember,
+				Params: map[string]string{"subject": `"user likes " + args.substring(5)`, "value": `"yes"`},
+				Reason: "users state their tastes"},
+			{Name: "ack", When: `last.status == "stored"`, Action: agent.Reply,
+				Params: map[string]string{"text": `"I'll remember that " + last.subject.replace("user likes", "you like") + "."`},
+				Reason: "confirm"},
+		},
+	}
+	a, err := agent.New(ctx, "tastes", &agent.Options{Policy: pol})
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	for _, text := range []string{"I like tea", "HELLO THERE"} {
+		run, _ := a.Ask(ctx, agent.UserText(text))
+		fmt.Println(run.Reply)
+	}
+	r, _ := a.Recall(ctx, agent.Query{Text: "tea"})
+	p := r.Beliefs[0].Provenance
+	fmt.Printf("%s: source %s, observations %v, rule %s, reason %q\n", r.Beliefs[0].Subject, p.Source.Kind, p.Observations, p.Rule, p.Reason)
+	// Output:
+	// I'll remember that you like tea.
+	// Please don't shout.
+	// user likes tea: source user, observations [o1], rule likes, reason "users state their tastes"
+}
+
+// An agent changes its mutable rules only by a proposal that passes replay; it can be rolled back.
+func ExampleAgent_Propose() {
+	ctx := context.Background()
+	a, _ := agent.New(ctx, "notes", &agent.Options{Policy: agent.Notes()})
+	defer a.Close()
+	hello, _ := a.Ask(ctx, agent.UserText("hello"))
+
+	_, err := a.Propose(ctx, agent.Proposal{Op: agent.OpRemove, Rule: agent.Rule{Name: "safety"},
+		Justification: "in the way", Evidence: []string{hello.Observation}})
+	fmt.Println(err)
+
+	d, err := a.Propose(ctx, agent.Proposal{
+		Op: agent.OpAdd,
+		Rule: agent.Rule{Name: "greet", When: `command == "hello"`, Action: agent.Reply,
+			Params: map[string]string{"text": `"Hello to you too."`}, Reason: "users greet"},
+		Justification: "a greeting got the help text",
+		Evidence:      []string{hello.Observation},
+	})
+	fmt.Println(d.Version, err)
+	for _, diff := range d.Diff {
+		fmt.Printf("%s: %s -> %s\n", diff.Observation, strings.Join(diff.Before, ", "), strings.Join(diff.After, ", "))
+	}
+	v, _ := a.Rollback(ctx)
+	fmt.Println("back to version", v)
+	// Output:
+	// agent: proposal rejected: frozen: "safety" is an axiom
+	// 2 <nil>
+	// o1: help: reply sent -> help: reply sent, greet: reply sent
+	// back to version 1
+}

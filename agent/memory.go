@@ -1,0 +1,321 @@
+package agent
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Status is where a belief stands.
+type Status string
+
+// Belief statuses.
+const (
+	// StatusActive is a current belief.
+	StatusActive Status = "active"
+	// StatusDisputed is a current belief an observation contradicted; its confidence was lowered.
+	StatusDisputed Status = "disputed"
+	// StatusSuperseded is a belief a correction replaced; SupersededBy names the replacement.
+	StatusSuperseded Status = "superseded"
+	// StatusForgotten is a belief the agent chose to forget; it stays in the history.
+	StatusForgotten Status = "forgotten"
+)
+
+// Provenance is why a long-term belief is held.
+type Provenance struct {
+	Source Source `json:"source"`
+	// Observations are the IDs of the observations behind the belief, oldest first.
+	Observations []string `json:"observations"`
+	// Against are the IDs of observations that contradicted it.
+	Against []string `json:"against,omitempty"`
+	Context Context  `json:"context"`
+	// Rule is the rule that wrote it.
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+}
+
+// Belief is a long-term memory: a subject and what the agent holds true of it.
+type Belief struct {
+	ID           string     `json:"id"`
+	Subject      string     `json:"subject"`
+	Value        string     `json:"value"`
+	Confidence   float64    `json:"confidence"`
+	Status       Status     `json:"status"`
+	Uses         int        `json:"uses"`
+	Supersedes   string     `json:"supersedes,omitempty"`
+	SupersededBy string     `json:"supersededBy,omitempty"`
+	Provenance   Provenance `json:"provenance"`
+	Created      time.Time  `json:"created"`
+	Updated      time.Time  `json:"updated"`
+}
+
+// current reports whether b is a belief the agent holds (active or disputed).
+func (b *Belief) current() bool { return b.Status == StatusActive || b.Status == StatusDisputed }
+
+func (b Belief) clone() Belief {
+	b.Provenance = b.Provenance.clone()
+	return b
+}
+
+func (p Provenance) clone() Provenance {
+	p.Observations = slices.Clone(p.Observations)
+	p.Against = slices.Clone(p.Against)
+	return p
+}
+
+// GoalStatus is where a goal stands.
+type GoalStatus string
+
+// Goal statuses.
+const (
+	GoalOpen     GoalStatus = "open"
+	GoalAchieved GoalStatus = "achieved"
+	GoalDropped  GoalStatus = "dropped"
+)
+
+// Goal is something the agent means to bring about: object-level state, like beliefs, with the
+// same provenance.
+type Goal struct {
+	ID         string     `json:"id"`
+	Text       string     `json:"text"`
+	Status     GoalStatus `json:"status"`
+	Provenance Provenance `json:"provenance"`
+	Created    time.Time  `json:"created"`
+	Updated    time.Time  `json:"updated"`
+}
+
+func (g Goal) clone() Goal {
+	g.Provenance = g.Provenance.clone()
+	return g
+}
+
+// WorkingNote is an item of working memory.
+type WorkingNote struct {
+	Subject      string    `json:"subject"`
+	Value        string    `json:"value"`
+	Observations []string  `json:"observations"`
+	Uses         int       `json:"uses"`
+	Time         time.Time `json:"time"`
+
+	key string // subjectKey(Subject) + "\x00" + subjectKey(Value)
+}
+
+// memory is an agent's object-level state. It is owned by the agent's goroutine (or by a
+// replay), never shared.
+type memory struct {
+	log      []Observation
+	byID     map[string]int
+	index    map[string][]int // term -> indexes in log, ascending
+	working  []WorkingNote
+	beliefs  []Belief       // every belief ever written, in order
+	beliefAt map[string]int // belief ID -> index in beliefs
+	bterms   [][]string     // bterms[i] are the search terms of beliefs[i]
+	cited    map[string]int // observation ID -> how many beliefs cite it (its salience)
+	goals    []Goal         // every goal ever adopted, in order
+	current  map[string]int // normalized subject -> index in beliefs of the current belief
+}
+
+func newMemory() *memory {
+	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{},
+		cited: map[string]int{}}
+}
+
+func subjectKey(s string) string { return strings.Join(terms(s), " ") }
+
+func (m *memory) append(o Observation) {
+	i := len(m.log)
+	m.log = append(m.log, o)
+	m.byID[o.ID] = i
+	seen := map[string]bool{}
+	for _, t := range terms(o.Text) {
+		if !seen[t] {
+			seen[t] = true
+			m.index[t] = append(m.index[t], i)
+		}
+	}
+}
+
+// putBelief records b: a new one is appended, a known ID replaced in place.
+func (m *memory) putBelief(b Belief) {
+	i, ok := m.beliefAt[b.ID]
+	if !ok {
+		i = len(m.beliefs)
+		m.beliefs = append(m.beliefs, b)
+		m.bterms = append(m.bterms, nil)
+		m.beliefAt[b.ID] = i
+	} else {
+		for _, id := range m.beliefs[i].Provenance.Observations {
+			m.cited[id]--
+		}
+		m.beliefs[i] = b
+	}
+	for _, id := range b.Provenance.Observations {
+		m.cited[id]++
+	}
+	m.bterms[i] = terms(b.Subject + " " + b.Value)
+	k := subjectKey(b.Subject)
+	if b.current() {
+		m.current[k] = i
+	} else if j, ok := m.current[k]; ok && j == i {
+		delete(m.current, k)
+	}
+}
+
+func (m *memory) belief(subject string) (Belief, bool) {
+	i, ok := m.current[subjectKey(subject)]
+	if !ok {
+		return Belief{}, false
+	}
+	return m.beliefs[i], true
+}
+
+// trimWorking drops notes older than ttl, then, beyond size, the least relevant: the least used,
+// the oldest among equals.
+func (m *memory) trimWorking(now time.Time, size int, ttl time.Duration) {
+	m.working = slices.DeleteFunc(m.working, func(n WorkingNote) bool { return ttl > 0 && now.Sub(n.Time) > ttl })
+	for size > 0 && len(m.working) > size {
+		i := 0
+		for j, n := range m.working {
+			if n.Uses < m.working[i].Uses || n.Uses == m.working[i].Uses && n.Time.Before(m.working[i].Time) {
+				i = j
+			}
+		}
+		m.working = slices.Delete(m.working, i, i+1)
+	}
+}
+
+// Query asks an agent's memory.
+type Query struct {
+	// Text is searched in beliefs and observations; "" matches everything.
+	Text string
+	// Limit caps each list of the answer; zero means 10.
+	Limit int
+	// History includes superseded and forgotten beliefs.
+	History bool
+}
+
+// Recollection is what an agent recalls: copies, ranked best first.
+type Recollection struct {
+	Beliefs      []Belief
+	Observations []Observation
+	Working      []WorkingNote
+}
+
+// recall ranks beliefs by text match, confidence and uses (salience), and observations by text
+// match and recency.
+func (m *memory) recall(q Query) Recollection {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	qt := terms(q.Text)
+	var r Recollection
+	type scored struct {
+		i     int
+		score float64
+	}
+	var bs []scored
+	for i := range m.beliefs {
+		b := &m.beliefs[i]
+		if !q.History && !b.current() {
+			continue
+		}
+		match := matchCount(qt, m.bterms[i])
+		if len(qt) > 0 && match == 0 {
+			continue
+		}
+		bs = append(bs, scored{i, float64(match) + b.Confidence + 0.1*float64(b.Uses) + 1e-9*float64(i)})
+	}
+	sort.Slice(bs, func(a, b int) bool { return bs[a].score > bs[b].score })
+	for _, s := range bs[:min(limit, len(bs))] {
+		r.Beliefs = append(r.Beliefs, m.beliefs[s.i].clone())
+	}
+	for _, i := range m.searchLog(qt, limit) {
+		o := m.log[i]
+		o.Data = maps.Clone(o.Data)
+		r.Observations = append(r.Observations, o)
+	}
+	for _, n := range m.working {
+		if len(qt) == 0 || matchCount(qt, terms(n.Subject+" "+n.Value)) > 0 {
+			n.Observations = slices.Clone(n.Observations)
+			r.Working = append(r.Working, n)
+		}
+	}
+	return r
+}
+
+// searchLog returns up to limit log indexes ranked by the query terms they hold, then by
+// salience (how many beliefs cite them), then by recency.
+func (m *memory) searchLog(qt []string, limit int) []int {
+	if len(qt) == 0 {
+		var out []int
+		for i := len(m.log) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, i)
+		}
+		return out
+	}
+	hits := map[int]int{}
+	for _, t := range slices.Compact(slices.Sorted(slices.Values(qt))) {
+		for _, i := range m.index[t] {
+			hits[i]++
+		}
+	}
+	idx := slices.Collect(maps.Keys(hits))
+	sort.Slice(idx, func(a, b int) bool {
+		x, y := idx[a], idx[b]
+		if hits[x] != hits[y] {
+			return hits[x] > hits[y]
+		}
+		if sx, sy := m.cited[m.log[x].ID], m.cited[m.log[y].ID]; sx != sy {
+			return sx > sy
+		}
+		return x > y
+	})
+	return idx[:min(limit, len(idx))]
+}
+
+func matchCount(query, words []string) int {
+	n := 0
+	for _, q := range query {
+		if slices.Contains(words, q) {
+			n++
+		}
+	}
+	return n
+}
+
+// describe renders beliefs as lines "subject is value (confidence 0.90, disputed)".
+func describe(bs []Belief) string {
+	var b strings.Builder
+	for i, x := range bs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(x.Subject + " is " + x.Value + " (confidence " + strconv.FormatFloat(x.Confidence, 'f', 2, 64))
+		if x.Status != StatusActive {
+			b.WriteString(", " + string(x.Status))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// openGoal returns the index of the open goal with text's terms, or -1.
+func (m *memory) openGoal(text string) int {
+	k := subjectKey(text)
+	return slices.IndexFunc(m.goals, func(g Goal) bool { return g.Status == GoalOpen && subjectKey(g.Text) == k })
+}
+
+// openGoals are the texts of the open goals, oldest first.
+func (m *memory) openGoals() []string {
+	out := []string{}
+	for _, g := range m.goals {
+		if g.Status == GoalOpen {
+			out = append(out, g.Text)
+		}
+	}
+	return out
+}

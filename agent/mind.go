@@ -1,0 +1,461 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+)
+
+// EntryKind is the kind of an entry in a run's working log.
+type EntryKind string
+
+// The working-log entry kinds.
+const (
+	// EntryThought notes that a rule matched (or failed to evaluate).
+	EntryThought EntryKind = "thought"
+	// EntryCall is an action about to run, with its evaluated parameters.
+	EntryCall EntryKind = "call"
+	// EntryResult is what the action did.
+	EntryResult EntryKind = "result"
+	// EntryOutput is text for whoever sent the event.
+	EntryOutput EntryKind = "output"
+	// EntryInput is a question: the agent needs input to go on.
+	EntryInput EntryKind = "input-required"
+	// EntryStep closes one fired rule.
+	EntryStep EntryKind = "step"
+	// EntryEnd ends the run.
+	EntryEnd EntryKind = "end"
+)
+
+// Entry is one item of a run's working log.
+type Entry struct {
+	Kind   EntryKind         `json:"kind"`
+	Rule   string            `json:"rule,omitempty"`
+	Action Action            `json:"action,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
+	Result map[string]string `json:"result,omitempty"`
+	Text   string            `json:"text,omitempty"`
+}
+
+// Run is what integrating one event did.
+type Run struct {
+	// Observation is the ID the event got in the observation log.
+	Observation string
+	// Policy is the version of the policy that ran.
+	Policy int
+	Log    []Entry
+	// Reply is the run's outputs, joined by newlines.
+	Reply string
+	// Question is set when the agent asks for input.
+	Question string
+}
+
+// Tool is a capability an agent's rules may call. Its result comes back as an observation.
+type Tool func(ctx context.Context, input string) (string, error)
+
+// maxToolDepth bounds tool results that trigger further tool calls within one run.
+const maxToolDepth = 4
+
+// mind applies a compiled policy to a memory. The live agent and every replay have their own.
+type mind struct {
+	name       string
+	mem        *memory
+	pol        *compiledPolicy
+	now        func() time.Time
+	pending    map[string]string // task -> subject of the open question
+	tools      map[string]Tool   // nil in a replay: calls are logged, not made
+	emit       func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
+	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
+	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
+	nextSeq    int64
+}
+
+func newMind(name string, mem *memory, pol *compiledPolicy, now func() time.Time) *mind {
+	return &mind{name: name, mem: mem, pol: pol, now: now, pending: map[string]string{},
+		nextSeq: int64(len(mem.log)) + 1}
+}
+
+// observe logs ev as a new observation.
+func (m *mind) observe(ev Event) Observation {
+	if ev.Kind == "" {
+		ev.Kind = "message"
+	}
+	if ev.Time.IsZero() {
+		ev.Time = m.now()
+	}
+	o := Observation{ID: "o" + strconv.FormatInt(m.nextSeq, 10), Seq: m.nextSeq, Time: ev.Time.UTC(), Kind: ev.Kind,
+		Source: ev.Source, Context: ev.Context, Text: ev.Text, Data: maps.Clone(ev.Data)}
+	m.nextSeq++
+	m.mem.append(o)
+	return o
+}
+
+// integrate runs the policy on a logged observation.
+func (m *mind) integrate(ctx context.Context, o Observation, run *Run) error {
+	return m.integrateDepth(ctx, o, run, 0)
+}
+
+func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, depth int) error {
+	lim := m.pol.src.Limits
+	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	cmd, args := splitCommand(o.Text)
+	pending := m.pending[o.Context.Task]
+	delete(m.pending, o.Context.Task)
+	last := map[string]string{}
+	setLast(last, nil)
+	vars := map[string]any{
+		"text": o.Text, "command": cmd, "args": args, "kind": o.Kind, "source": string(o.Source.Kind),
+		"self": m.name, "pending": pending, "data": nonNil(o.Data), "last": last,
+	}
+	fired := 0
+	var firstErr error
+	for _, r := range m.pol.rules {
+		goals := m.mem.openGoals()
+		vars["goals"] = goals
+		vars["state"] = map[string]int64{"observations": int64(len(m.mem.log)), "working": int64(len(m.mem.working)),
+			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired)}
+		out, _, err := r.when.Eval(vars)
+		if err != nil {
+			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
+			m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
+			continue
+		}
+		if ok, _ := out.Value().(bool); !ok {
+			continue
+		}
+		params := map[string]string{}
+		for name, prg := range r.params {
+			v, _, err := prg.Eval(vars)
+			if err == nil {
+				s, isStr := v.Value().(string)
+				if !isStr {
+					err = fmt.Errorf("parameter %s is %T, not a string", name, v.Value())
+				}
+				params[name] = s
+			}
+			if err != nil {
+				firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
+				m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
+				params = nil
+				break
+			}
+		}
+		if params == nil {
+			continue
+		}
+		fired++
+		m.record(run,
+			Entry{Kind: EntryThought, Rule: r.Name, Text: "rule " + r.Name + " matched: " + r.Reason},
+			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})
+		res, follow := m.act(ctx, r, o, params, run)
+		setLast(last, res)
+		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
+		switch r.Action {
+		case Reply:
+			m.record(run, Entry{Kind: EntryOutput, Rule: r.Name, Text: params["text"]})
+			run.Reply = joinLine(run.Reply, params["text"])
+		case AskInput:
+			m.record(run, Entry{Kind: EntryInput, Rule: r.Name, Text: params["text"]})
+			run.Question = params["text"]
+		}
+		m.record(run, Entry{Kind: EntryStep, Rule: r.Name, Text: "step " + strconv.Itoa(fired)})
+		if follow != nil && depth < maxToolDepth {
+			if err := m.integrateDepth(ctx, *follow, run, depth+1); err != nil {
+				firstErr = firstErrOf(firstErr, err)
+			}
+		}
+		if r.Stop {
+			break
+		}
+	}
+	return firstErr
+}
+
+// record appends entries to the run's log, showing each to emit.
+func (m *mind) record(run *Run, entries ...Entry) {
+	for _, e := range entries {
+		run.Log = append(run.Log, e)
+		if m.emit != nil {
+			m.emit(e)
+		}
+	}
+}
+
+// resultKeys are the keys of `last`, all present so rules need no `in` checks.
+var resultKeys = []string{"action", "status", "subject", "value", "previous", "result"}
+
+// setLast makes last the result res, with "" for the keys res lacks.
+func setLast(last, res map[string]string) {
+	clear(last)
+	for _, k := range resultKeys {
+		last[k] = res[k]
+	}
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func firstErrOf(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func joinLine(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
+}
+
+// act performs one action. It returns the result and, for a tool call, the observation of the
+// tool's answer to integrate next.
+func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run) (map[string]string, *Observation) {
+	res := map[string]string{"action": string(r.Action), "subject": p["subject"], "value": p["value"]}
+	reason := r.Reason
+	if p["reason"] != "" {
+		reason = p["reason"]
+	}
+	switch r.Action {
+	case Remember:
+		res["status"], res["previous"] = m.remember(r.Name, reason, o, p["subject"], p["value"])
+	case Note:
+		res["status"] = m.note(r.Name, o, p["subject"], p["value"])
+	case Promote:
+		res["status"] = "missing"
+		for i := len(m.mem.working) - 1; i >= 0; i-- {
+			if subjectKey(m.mem.working[i].Subject) == subjectKey(p["subject"]) {
+				res["status"], res["previous"] = m.promote(r.Name, reason, o, i)
+				break
+			}
+		}
+	case Demote:
+		res["status"] = "missing"
+		if b, ok := m.mem.belief(p["subject"]); ok {
+			m.demote(&b, o, reason)
+			res["status"], res["value"] = "demoted", b.Value
+		}
+	case Forget:
+		res["status"] = "missing"
+		if b, ok := m.mem.belief(p["subject"]); ok {
+			b.Status, b.Updated = StatusForgotten, m.now()
+			b.Provenance.Reason += "; forgotten: " + reason
+			m.put(b)
+			res["status"], res["value"] = "forgotten", b.Value
+		}
+	case Revise:
+		res["status"], res["previous"] = m.revise(r.Name, reason, o, p["subject"], p["value"])
+	case Recall:
+		rec := m.mem.recall(Query{Text: p["query"], Limit: 5})
+		res["result"] = describe(rec.Beliefs)
+		res["status"] = "found"
+		if len(rec.Beliefs) == 0 {
+			res["status"] = "none"
+		}
+		for _, b := range rec.Beliefs {
+			if x, ok := m.mem.belief(b.Subject); ok && x.ID == b.ID {
+				x.Uses++
+				m.put(x)
+			}
+		}
+	case Reply:
+		res["status"], res["result"] = "sent", p["text"]
+	case AskInput:
+		m.pending[o.Context.Task] = p["subject"]
+		res["status"], res["result"] = "asked", p["text"]
+	case CallTool:
+		return m.call(ctx, o, p["tool"], p["input"], res)
+	case Adopt, Achieve, Drop:
+		res["subject"], res["status"] = p["goal"], m.goal(r, reason, o, p["goal"])
+	}
+	return res, nil
+}
+
+func (m *mind) call(ctx context.Context, o Observation, name, input string, res map[string]string) (map[string]string, *Observation) {
+	res["subject"] = name
+	if m.tools == nil {
+		res["status"] = "replayed"
+		return res, nil
+	}
+	tool, ok := m.tools[name]
+	if !ok || tool == nil {
+		res["status"] = "no-such-tool"
+		return res, nil
+	}
+	out, err := tool(ctx, input)
+	if err != nil {
+		res["status"], res["result"] = "failed", err.Error()
+		return res, nil
+	}
+	res["status"], res["result"] = "done", out
+	follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: name}, Context: o.Context,
+		Text: out, Data: map[string]string{"call": o.ID, "input": input}})
+	return res, &follow
+}
+
+// confidence is the starting confidence of what a source says.
+func confidence(s SourceKind) float64 {
+	switch s {
+	case SourceUser:
+		return 0.9
+	case SourceTool:
+		return 0.8
+	case SourceSelf:
+		return 0.7
+	}
+	return 0.6
+}
+
+func sameValue(a, b string) bool { return subjectKey(a) == subjectKey(b) }
+
+func (m *mind) put(b Belief) {
+	m.mem.putBelief(b)
+	m.dirty = append(m.dirty, b.ID)
+}
+
+// newBelief writes a fresh current belief from o.
+func (m *mind) newBelief(rule, reason string, o Observation, subject, value string, obs []string) Belief {
+	now := m.now()
+	b := Belief{ID: "b" + strconv.Itoa(len(m.mem.beliefs)+1), Subject: subject, Value: value,
+		Confidence: confidence(o.Source.Kind), Status: StatusActive, Created: now, Updated: now,
+		Provenance: Provenance{Source: o.Source, Observations: obs, Context: o.Context, Rule: rule, Reason: reason}}
+	m.put(b)
+	return b
+}
+
+func (m *mind) remember(rule, reason string, o Observation, subject, value string) (status, previous string) {
+	cur, ok := m.mem.belief(subject)
+	switch {
+	case !ok:
+		m.newBelief(rule, reason, o, subject, value, []string{o.ID})
+		return "stored", ""
+	case sameValue(cur.Value, value):
+		m.corroborate(&cur, o)
+		return "corroborated", cur.Value
+	default:
+		m.demote(&cur, o, "contradicted by "+o.ID)
+		m.note(rule, o, subject, value)
+		return "contradiction", cur.Value
+	}
+}
+
+func (m *mind) corroborate(b *Belief, o Observation) {
+	b.Confidence += (1 - b.Confidence) / 2
+	b.Uses++
+	b.Provenance.Observations = append(b.Provenance.Observations, o.ID)
+	if b.Status == StatusDisputed && b.Confidence >= 0.5 {
+		b.Status = StatusActive
+	}
+	b.Updated = m.now()
+	m.put(*b)
+}
+
+func (m *mind) demote(b *Belief, o Observation, reason string) {
+	b.Confidence /= 2
+	b.Provenance.Against = append(b.Provenance.Against, o.ID)
+	if b.Confidence < 0.5 {
+		b.Status = StatusDisputed
+	}
+	b.Provenance.Reason += "; demoted: " + reason
+	b.Updated = m.now()
+	m.put(*b)
+}
+
+// note adds to working memory; a note used PromoteAfter times is promoted.
+func (m *mind) note(rule string, o Observation, subject, value string) string {
+	key := subjectKey(subject) + "\x00" + subjectKey(value)
+	for i := range m.mem.working {
+		n := &m.mem.working[i]
+		if n.key == key {
+			n.Uses++
+			n.Observations = append(n.Observations, o.ID)
+			n.Time = m.now()
+			if n.Uses >= m.pol.src.Limits.PromoteAfter {
+				st, _ := m.promote(rule, fmt.Sprintf("corroborated by %d observations", n.Uses), o, i)
+				return st
+			}
+			return "noted"
+		}
+	}
+	m.mem.working = append(m.mem.working, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
+	lim := m.pol.src.Limits
+	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	return "noted"
+}
+
+// promote moves working note i to long-term memory: it corroborates or supersedes the current
+// belief on its subject.
+func (m *mind) promote(rule, reason string, o Observation, i int) (status, previous string) {
+	n := m.mem.working[i]
+	m.mem.working = append(m.mem.working[:i], m.mem.working[i+1:]...)
+	cur, ok := m.mem.belief(n.Subject)
+	switch {
+	case ok && sameValue(cur.Value, n.Value):
+		m.corroborate(&cur, o)
+		return "promoted", cur.Value
+	case ok:
+		m.supersede(rule, reason, o, cur, n.Value, n.Observations)
+		return "promoted", cur.Value
+	}
+	m.newBelief(rule, reason, o, n.Subject, n.Value, n.Observations)
+	return "promoted", ""
+}
+
+func (m *mind) revise(rule, reason string, o Observation, subject, value string) (status, previous string) {
+	cur, ok := m.mem.belief(subject)
+	if !ok {
+		m.newBelief(rule, reason, o, subject, value, []string{o.ID})
+		return "stored", ""
+	}
+	if sameValue(cur.Value, value) {
+		m.corroborate(&cur, o)
+		return "corroborated", cur.Value
+	}
+	m.supersede(rule, reason, o, cur, value, []string{o.ID})
+	return "revised", cur.Value
+}
+
+func (m *mind) supersede(rule, reason string, o Observation, old Belief, value string, obs []string) {
+	old.Status = StatusSuperseded
+	next := Belief{ID: "b" + strconv.Itoa(len(m.mem.beliefs)+1)}
+	old.SupersededBy, old.Updated = next.ID, m.now()
+	m.put(old)
+	b := m.newBelief(rule, reason, o, old.Subject, value, obs)
+	b.Supersedes = old.ID
+	m.put(b)
+}
+
+// goal adopts, achieves or drops a goal.
+func (m *mind) goal(r *compiledRule, reason string, o Observation, text string) string {
+	i := m.mem.openGoal(text)
+	now := m.now()
+	if r.Action == Adopt {
+		if i >= 0 {
+			return "exists"
+		}
+		g := Goal{ID: "g" + strconv.Itoa(len(m.mem.goals)+1), Text: text, Status: GoalOpen, Created: now, Updated: now,
+			Provenance: Provenance{Source: o.Source, Observations: []string{o.ID}, Context: o.Context, Rule: r.Name, Reason: reason}}
+		m.mem.goals = append(m.mem.goals, g)
+		m.dirtyGoals = append(m.dirtyGoals, len(m.mem.goals)-1)
+		return "adopted"
+	}
+	if i < 0 {
+		return "missing"
+	}
+	g := &m.mem.goals[i]
+	g.Status, g.Updated = GoalAchieved, now
+	if r.Action == Drop {
+		g.Status = GoalDropped
+	}
+	g.Provenance.Observations = append(g.Provenance.Observations, o.ID)
+	g.Provenance.Reason += "; " + string(g.Status) + ": " + reason
+	m.dirtyGoals = append(m.dirtyGoals, i)
+	return string(g.Status)
+}

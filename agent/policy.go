@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+)
+
+// Action is what a rule does when its predicate holds. The set is fixed.
+type Action string
+
+// The actions, with the parameters each takes (required ones first; all are strings).
+const (
+	// Remember writes a long-term belief (subject, value; reason optional). The same value
+	// corroborates the current belief; a different one contradicts it and demotes it.
+	Remember Action = "remember"
+	// Note puts (subject, value) in working memory; repeated notes are promoted.
+	Note Action = "note"
+	// Promote moves the working note on subject to long-term memory.
+	Promote Action = "promote"
+	// Demote lowers the confidence of the belief on subject.
+	Demote Action = "demote"
+	// Forget retires the belief on subject; it stays in the history.
+	Forget Action = "forget"
+	// Revise corrects the belief on subject to value, superseding it.
+	Revise Action = "revise"
+	// Recall searches memory for query; the result is in last.result.
+	Recall Action = "recall"
+	// Reply answers with text.
+	Reply Action = "reply"
+	// AskInput asks text and waits for input on subject.
+	AskInput Action = "ask"
+	// CallTool calls tool with input; the result is a new observation from the tool.
+	CallTool Action = "call"
+	// Adopt makes goal an open goal of the agent (visible to rules as `goals`).
+	Adopt Action = "adopt"
+	// Achieve marks the open goal as achieved.
+	Achieve Action = "achieve"
+	// Drop abandons the open goal.
+	Drop Action = "drop"
+)
+
+var actionParams = map[Action]struct{ required, optional []string }{
+	Remember: {[]string{"subject", "value"}, []string{"reason"}},
+	Note:     {[]string{"subject", "value"}, nil},
+	Promote:  {[]string{"subject"}, []string{"reason"}},
+	Demote:   {[]string{"subject"}, []string{"reason"}},
+	Forget:   {[]string{"subject"}, []string{"reason"}},
+	Revise:   {[]string{"subject", "value"}, []string{"reason"}},
+	Recall:   {[]string{"query"}, nil},
+	Reply:    {[]string{"text"}, nil},
+	AskInput: {[]string{"text", "subject"}, nil},
+	CallTool: {[]string{"tool", "input"}, nil},
+	Adopt:    {[]string{"goal"}, []string{"reason"}},
+	Achieve:  {[]string{"goal"}, []string{"reason"}},
+	Drop:     {[]string{"goal"}, []string{"reason"}},
+}
+
+// Rule is one update rule: when When holds, do Action with Params.
+type Rule struct {
+	// Name identifies the rule in its policy; proposals address rules by name.
+	Name string `json:"name"`
+	// When is a CEL predicate (see the package doc for its variables).
+	When   string `json:"when"`
+	Action Action `json:"action"`
+	// Params are CEL expressions of type string, one per parameter of the action.
+	Params map[string]string `json:"params,omitempty"`
+	// Stop ends the run after this rule fires.
+	Stop bool `json:"stop,omitempty"`
+	// Reason says why the rule exists; it becomes the reason in the provenance of what it writes.
+	Reason string `json:"reason"`
+}
+
+// Limits are the meta-level validation rules: frozen, no proposal can change them.
+type Limits struct {
+	// CostLimit caps the CEL cost of one evaluation; zero means 10000.
+	CostLimit uint64 `json:"costLimit,omitempty"`
+	// ReplayWindow is how many recent observations a proposal is replayed on; zero means 100.
+	ReplayWindow int `json:"replayWindow,omitempty"`
+	// MaxEdits proposals may be applied per EditWindow; zero means 3.
+	MaxEdits int `json:"maxEdits,omitempty"`
+	// EditWindow is the window of MaxEdits; zero means one hour.
+	EditWindow time.Duration `json:"editWindow,omitempty"`
+	// WorkingSize bounds working memory; zero means 64 notes.
+	WorkingSize int `json:"workingSize,omitempty"`
+	// WorkingTTL drops older working notes; zero means one hour.
+	WorkingTTL time.Duration `json:"workingTTL,omitempty"`
+	// PromoteAfter is how many uses promote a working note to a belief; zero means 3.
+	PromoteAfter int `json:"promoteAfter,omitempty"`
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if l.CostLimit == 0 {
+		l.CostLimit = 10000
+	}
+	def(&l.ReplayWindow, 100)
+	def(&l.MaxEdits, 3)
+	def(&l.WorkingSize, 64)
+	def(&l.PromoteAfter, 3)
+	if l.EditWindow <= 0 {
+		l.EditWindow = time.Hour
+	}
+	if l.WorkingTTL <= 0 {
+		l.WorkingTTL = time.Hour
+	}
+	return l
+}
+
+// Policy is an agent's meta-level state: frozen axioms, mutable rules and frozen limits.
+// Axioms are evaluated before rules, each in order.
+type Policy struct {
+	Axioms []Rule `json:"axioms"`
+	Rules  []Rule `json:"rules"`
+	Limits Limits `json:"limits"`
+}
+
+func (p *Policy) clone() *Policy {
+	return &Policy{Axioms: cloneRules(p.Axioms), Rules: cloneRules(p.Rules), Limits: p.Limits}
+}
+
+// ErrInvalidRule is wrapped by errors about rules that do not compile or type-check.
+var ErrInvalidRule = errors.New("agent: invalid rule")
+
+// compiledRule is a rule with its programs.
+type compiledRule struct {
+	Rule
+	axiom  bool
+	when   cel.Program
+	params map[string]cel.Program
+}
+
+type compiledPolicy struct {
+	src   *Policy
+	rules []*compiledRule // axioms, then rules
+}
+
+var celEnv = func() *cel.Env {
+	env, err := cel.NewEnv(
+		cel.Variable("text", cel.StringType),
+		cel.Variable("command", cel.StringType),
+		cel.Variable("args", cel.StringType),
+		cel.Variable("kind", cel.StringType),
+		cel.Variable("source", cel.StringType),
+		cel.Variable("self", cel.StringType),
+		cel.Variable("pending", cel.StringType),
+		cel.Variable("data", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("state", cel.MapType(cel.StringType, cel.IntType)),
+		cel.Variable("last", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("goals", cel.ListType(cel.StringType)),
+		ext.Strings(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	return env
+}()
+
+// compile checks and compiles every rule of p.
+func compile(p *Policy) (*compiledPolicy, error) {
+	p = p.clone()
+	p.Limits = p.Limits.withDefaults()
+	cp := &compiledPolicy{src: p}
+	names := map[string]bool{}
+	for i, r := range slices.Concat(p.Axioms, p.Rules) {
+		if names[r.Name] {
+			return nil, fmt.Errorf("%w: duplicate rule name %q", ErrInvalidRule, r.Name)
+		}
+		names[r.Name] = true
+		c, err := compileRule(r, p.Limits.CostLimit)
+		if err != nil {
+			return nil, err
+		}
+		c.axiom = i < len(p.Axioms)
+		cp.rules = append(cp.rules, c)
+	}
+	return cp, nil
+}
+
+func compileRule(r Rule, costLimit uint64) (*compiledRule, error) {
+	if r.Name == "" {
+		return nil, fmt.Errorf("%w: a rule needs a name", ErrInvalidRule)
+	}
+	spec, ok := actionParams[r.Action]
+	if !ok {
+		return nil, fmt.Errorf("%w: rule %q: unknown action %q", ErrInvalidRule, r.Name, r.Action)
+	}
+	when, err := program(r.When, cel.BoolType, costLimit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: rule %q: when: %v", ErrInvalidRule, r.Name, err)
+	}
+	c := &compiledRule{Rule: r, when: when, params: map[string]cel.Program{}}
+	for _, p := range spec.required {
+		if _, ok := r.Params[p]; !ok {
+			return nil, fmt.Errorf("%w: rule %q: action %s needs parameter %q", ErrInvalidRule, r.Name, r.Action, p)
+		}
+	}
+	for name, src := range r.Params {
+		if !slices.Contains(spec.required, name) && !slices.Contains(spec.optional, name) {
+			return nil, fmt.Errorf("%w: rule %q: action %s has no parameter %q", ErrInvalidRule, r.Name, r.Action, name)
+		}
+		prg, err := program(src, cel.StringType, costLimit)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rule %q: parameter %s: %v", ErrInvalidRule, r.Name, name, err)
+		}
+		c.params[name] = prg
+	}
+	return c, nil
+}
+
+func program(src string, want *cel.Type, costLimit uint64) (cel.Program, error) {
+	ast, iss := celEnv.Compile(src)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if got := ast.OutputType(); !got.IsExactType(want) && !got.IsExactType(cel.DynType) {
+		return nil, fmt.Errorf("%q has type %s, want %s", src, got, want)
+	}
+	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+}

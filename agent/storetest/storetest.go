@@ -1,0 +1,192 @@
+// Package storetest is the behaviour suite every agent.Store must pass.
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+)
+
+// Run checks the agent.Store that open returns (a fresh, empty one per call).
+func Run(t *testing.T, open func(t *testing.T) agent.Store) {
+	t.Run("ObservationsAreAppendOnlyAndPerAgent", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		o1 := agent.Observation{ID: "o1", Seq: 1, Time: at, Kind: "message", Source: agent.Source{Kind: agent.SourceUser},
+			Context: agent.Context{Task: "t", Session: "s", Turn: 1}, Text: "hello", Data: map[string]string{"k": "v"}}
+		o2 := agent.Observation{ID: "o2", Seq: 2, Time: at, Kind: "tool-result", Source: agent.Source{Kind: agent.SourceTool, Name: "clock"}, Text: "noon"}
+		for _, o := range []agent.Observation{o1, o2} {
+			if err := s.Append(ctx, "a", o); err != nil {
+				t.Fatalf("Append(%s) = %v", o.ID, err)
+			}
+		}
+		if err := s.Append(ctx, "a", o1); !errors.Is(err, agent.ErrDuplicateObservation) {
+			t.Errorf("Append(o1 again) = %v, want ErrDuplicateObservation", err)
+		}
+		if err := s.Append(ctx, "b", o1); err != nil {
+			t.Errorf("Append(o1 for another agent) = %v", err)
+		}
+		got, err := s.Observations(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Observation{o1, o2}, got); diff != "" {
+			t.Errorf("Observations(a) (-want +got):\n%s", diff)
+		}
+		if got, _ := s.Observations(ctx, "nobody"); len(got) != 0 {
+			t.Errorf("Observations(nobody) = %v, want none", got)
+		}
+	})
+	t.Run("BeliefsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		b1 := agent.Belief{ID: "b1", Subject: "sky", Value: "blue", Confidence: 0.9, Status: agent.StatusActive, Created: at, Updated: at,
+			Provenance: agent.Provenance{Source: agent.Source{Kind: agent.SourceUser}, Observations: []string{"o1"}, Rule: "r", Reason: "told"}}
+		b2 := b1
+		b2.ID, b2.Value, b2.Supersedes = "b2", "green", "b1"
+		for _, b := range []agent.Belief{b1, b2} {
+			if err := s.SaveBelief(ctx, "a", b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b1.Status, b1.SupersededBy = agent.StatusSuperseded, "b2"
+		if err := s.SaveBelief(ctx, "a", b1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Beliefs(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Belief{b1, b2}, got); diff != "" {
+			t.Errorf("Beliefs(a) (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("GoalsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		g1 := agent.Goal{ID: "g1", Text: "learn the capitals", Status: agent.GoalOpen, Created: at, Updated: at,
+			Provenance: agent.Provenance{Source: agent.Source{Kind: agent.SourceUser}, Observations: []string{"o1"}, Rule: "r", Reason: "asked"}}
+		g2 := g1
+		g2.ID, g2.Text = "g2", "tidy up"
+		for _, g := range []agent.Goal{g1, g2} {
+			if err := s.SaveGoal(ctx, "a", g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g1.Status = agent.GoalAchieved
+		if err := s.SaveGoal(ctx, "a", g1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Goals(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Goal{g1, g2}, got); diff != "" {
+			t.Errorf("Goals(a) (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("PoliciesAreAppendOnly", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		if vs, cur, err := s.Policies(ctx, "a"); err != nil || len(vs) != 0 || cur != 0 {
+			t.Fatalf("Policies(new agent) = %v, %d, %v, want none", vs, cur, err)
+		}
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		rule := agent.Rule{Name: "r", When: "true", Action: agent.Reply, Params: map[string]string{"text": `"x"`}, Reason: "why"}
+		v1 := agent.PolicyVersion{Version: 1, Rules: []agent.Rule{rule}, Applied: at}
+		v2 := agent.PolicyVersion{Version: 2, Applied: at.Add(time.Second),
+			Proposal: &agent.Proposal{Op: agent.OpRemove, Rule: agent.Rule{Name: "r"}, Justification: "j", Evidence: []string{"o1"}}}
+		for _, v := range []agent.PolicyVersion{v1, v2} {
+			if err := s.AddPolicy(ctx, "a", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.AddPolicy(ctx, "a", v1); !errors.Is(err, agent.ErrDuplicatePolicy) {
+			t.Errorf("AddPolicy(v1 again) = %v, want ErrDuplicatePolicy", err)
+		}
+		for _, v := range []int{2, 1} {
+			if err := s.SetPolicy(ctx, "a", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vs, cur, err := s.Policies(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.PolicyVersion{v1, v2}, vs); diff != "" || cur != 1 {
+			t.Errorf("Policies(a) = version %d (-want +got):\n%s", cur, diff)
+		}
+	})
+	t.Run("AnAgentKeepsItsPolicyVersions", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		start := func() *agent.Agent {
+			a, err := agent.New(t.Context(), "p", &agent.Options{Policy: agent.Notes(), Store: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		a := start()
+		hello, err := a.Ask(t.Context(), agent.UserText("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		greet := agent.Rule{Name: "greet", When: `command == "hello"`, Action: agent.Reply,
+			Params: map[string]string{"text": `"Hi."`}, Reason: "users greet"}
+		if _, err := a.Propose(t.Context(), agent.Proposal{Op: agent.OpAdd, Rule: greet, Justification: "j",
+			Evidence: []string{hello.Observation}}); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Close()
+		a = start()
+		v, _ := a.View(t.Context())
+		if v.Version != 2 || len(v.History) != 2 || v.History[1].Proposal == nil || v.History[1].Proposal.Rule.Name != "greet" {
+			t.Fatalf("after a restart: version %d, history %+v", v.Version, v.History)
+		}
+		if _, err := a.Rollback(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Close()
+		a = start()
+		defer a.Close()
+		if v, _ := a.View(t.Context()); v.Version != 1 || len(v.History) != 2 {
+			t.Errorf("after a rollback and a restart: version %d, %d versions", v.Version, len(v.History))
+		}
+	})
+	t.Run("AnAgentReloadsFromIt", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		a, err := agent.New(t.Context(), "n", &agent.Options{Policy: agent.Notes(), Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"remember x is 1", "actually x is 2"} {
+			if _, err := a.Ask(t.Context(), agent.UserText(text)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, _ := a.View(t.Context())
+		_ = a.Close()
+		b, err := agent.New(t.Context(), "n", &agent.Options{Policy: agent.Notes(), Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		after, _ := b.View(t.Context())
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("View after reload (-before +after):\n%s", diff)
+		}
+	})
+}
