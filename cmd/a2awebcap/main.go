@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -29,6 +30,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/sqlitestore"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
@@ -133,7 +136,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.addr, "addr", envOr("A2AWEBCAP_ADDR", "127.0.0.1:8080"), "HTTP `address` to listen on (A2AWEBCAP_ADDR)")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", envOr("A2AWEBCAP_GRPC_ADDR", ""), "also serve gRPC on this `address`; empty: no gRPC (A2AWEBCAP_GRPC_ADDR)")
 	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", "a2awebcap.db"), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing (A2AWEBCAP_DB)")
-	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "builtin"), "the agent to run: builtin, or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
+	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "builtin"), "the agent to run: builtin, notes (the agent runtime's rule-driven note taker, its memory kept beside the tasks), or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
 	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
 	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
@@ -182,8 +185,15 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		exec = &agents.Builtin{}
 	case "conformance":
 		exec = &agents.Conformance{}
+	case "notes":
+		a, closeNotes, err := notesAgent(ctx, c.db)
+		if err != nil {
+			return err
+		}
+		defer closeNotes()
+		exec = agent.Executor(a)
 	default:
-		return fmt.Errorf("-agent: unknown agent %q (want builtin or conformance)", c.agent)
+		return fmt.Errorf("-agent: unknown agent %q (want builtin, notes or conformance)", c.agent)
 	}
 
 	// Push notifications: the store enqueues them with the events, the deliverer sends them
@@ -315,6 +325,10 @@ func agentCard(c serveConfig) *a2a.AgentCard {
 			name = "a2awebcap conformance agent"
 		}
 		return agents.Card(name, "Implements the A2A conformance kit's scenarios.", "", (&agents.Conformance{}).Skills()...)
+	case "notes":
+		return agents.Card(cmp.Or(c.name, "notes"), "A note-taking agent of the a2aWebCap runtime, driven by its own rules: "+
+			`"remember SUBJECT is VALUE", "actually SUBJECT is VALUE", "what do you know about X", "forget SUBJECT", "who are you".`, "",
+			a2a.AgentSkill{ID: "notes", Name: "Notes", Description: "Remembers what you tell it, with where it came from; corrects, recalls and forgets on request.", Tags: []string{"memory", "notes"}})
 	default:
 		name := c.name
 		if name == "" {
@@ -365,4 +379,24 @@ func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
 		_, _ = io.Copy(w, f)
 	})
 	mux.Handle("GET /{$}", http.RedirectHandler("/web/", http.StatusFound))
+}
+
+// notesAgent starts the runtime's note-taking agent, its memory in the SQLite file of the tasks
+// when -db is one (in memory otherwise).
+func notesAgent(ctx context.Context, db string) (*agent.Agent, func(), error) {
+	var store agent.Store = agent.NewMemoryStore()
+	closeStore := func() {}
+	if db != "memory" && !strings.Contains(db, "://") {
+		st, err := sqlitestore.Open(ctx, db)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the notes agent's memory: %w", err)
+		}
+		store, closeStore = st, func() { _ = st.Close() }
+	}
+	a, err := agent.New(ctx, "notes", &agent.Options{Policy: agent.Notes(), Store: store})
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	return a, func() { _ = a.Close(); closeStore() }, nil
 }

@@ -153,3 +153,36 @@ func TestServeWeb(t *testing.T) {
 		}
 	}
 }
+
+// serve -agent notes runs the agent runtime's note taker, its memory kept in the task store's
+// SQLite file: what it was told survives a restart.
+func TestServeNotesAgent(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "a2a.db")
+	addr := freeAddr(t)
+	start := func() func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, serveConfig{addr: addr, db: db, agent: "notes", drain: time.Second, noPush: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		waitUp(t, addr)
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		}
+	}
+	stop := start()
+	url := "http://" + addr
+	if out, err := verb(t, "send", url, "remember", "the", "color", "is", "blue"); err != nil || !strings.Contains(out, "blue") {
+		t.Errorf("remember: %q, %v", out, err)
+	}
+	stop()
+	stop = start()
+	defer stop()
+	out, err := verb(t, "send", url, "what", "do", "you", "know", "about", "the", "color")
+	if err != nil || !strings.Contains(out, "blue") {
+		t.Errorf("recall after a restart: %q, %v", out, err)
+	}
+}
