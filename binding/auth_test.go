@@ -102,3 +102,53 @@ func TestAuthenticateHTTPStatus(t *testing.T) {
 		t.Errorf("card without credentials: HTTP %d", r.status)
 	}
 }
+
+// Each principal has its own request budget, on every binding; over it, the request is refused
+// before the handler runs, with the binding's form of RESOURCE_EXHAUSTED.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	limit := &RateLimit{PerSecond: 0.001, Burst: 2} // two requests, then about 17 minutes to wait
+	ts := startServer(t, serverConfig{engine: true,
+		opts:  &Options{Authenticate: tokenAuth, RateLimit: limit},
+		gopts: &GRPCOptions{Authenticate: tokenAuth, RateLimit: limit}})
+	get := func(who string) rawResponse {
+		return do(t, "POST", ts.baseURL+DefaultJSONRPCPath, jsonrpcBody("GetTask", map[string]any{"id": "x"}), "Authorization", "Bearer "+who)
+	}
+	for i := range 2 {
+		if r := get("alice"); r.status != http.StatusOK {
+			t.Fatalf("alice's request %d: HTTP %d %s", i+1, r.status, r.body)
+		}
+	}
+	r := get("alice")
+	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || jsonrpcError(t, r).Reason != "RATE_LIMITED" {
+		t.Errorf("alice's third request: HTTP %d Retry-After %q %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	r = do(t, "GET", ts.baseURL+DefaultRESTPath+"/tasks/x", nil, "Authorization", "Bearer alice")
+	if r.status != http.StatusTooManyRequests || restError(t, r).Reason != "RATE_LIMITED" {
+		t.Errorf("alice over REST after her budget: HTTP %d %s", r.status, r.body)
+	}
+	// Bob's budget is his own: one JSON-RPC request, then capnweb calls count against it too.
+	if r := get("bob"); r.status != http.StatusOK {
+		t.Errorf("bob's first request: HTTP %d", r.status)
+	}
+	bob := ts.dialCapnweb(t, "", http.Header{"Authorization": {"Bearer bob"}}).Main()
+	if _, err := bob.Call("getTask", map[string]any{"id": "x"}).Await(t.Context()); err == nil {
+		t.Fatal("getTask of an unknown task succeeded")
+	} else if _, reason := a2aErr(t, err); reason != "TASK_NOT_FOUND" {
+		t.Errorf("bob's second request (capnweb): %v", err)
+	}
+	_, err := bob.Call("getTask", map[string]any{"id": "x"}).Await(t.Context())
+	if code, reason := a2aErr(t, err); code != -32000 || reason != "RATE_LIMITED" {
+		t.Errorf("bob's third request (capnweb): code %v reason %s", code, reason)
+	}
+	// gRPC counts on its own server: alice has a fresh budget there.
+	c := ts.client(t, a2a.TransportProtocolGRPC, bearer("alice"))
+	for i := range 2 {
+		if _, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("alice's gRPC request %d: %v, want TaskNotFound", i+1, err)
+		}
+	}
+	if _, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}); err == nil || !strings.Contains(err.Error(), "too many requests") {
+		t.Errorf("alice's third gRPC request: %v, want the rate limit", err)
+	}
+}

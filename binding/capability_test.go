@@ -24,3 +24,34 @@ func TestGrantCredentialExpiry(t *testing.T) {
 		t.Errorf("exp in the future: %v", err)
 	}
 }
+
+// The token bucket refills at its rate and never beyond its burst.
+func TestLimiterRefill(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newLimiter(&RateLimit{PerSecond: 2, Burst: 3})
+	l.now = func() time.Time { return now }
+	for i := range 3 {
+		if ok, _ := l.allow("k"); !ok {
+			t.Fatalf("request %d within the burst refused", i+1)
+		}
+	}
+	if ok, wait := l.allow("k"); ok || wait != 500*time.Millisecond {
+		t.Errorf("over the burst: ok %v, wait %v; want refused, 500ms", ok, wait)
+	}
+	now = now.Add(500 * time.Millisecond)
+	if ok, _ := l.allow("k"); !ok {
+		t.Error("after one token's refill: refused")
+	}
+	now = now.Add(time.Hour)
+	for i := range 3 {
+		if ok, _ := l.allow("k"); !ok {
+			t.Fatalf("after a long pause, request %d refused", i+1)
+		}
+	}
+	if ok, _ := l.allow("k"); ok {
+		t.Error("the bucket refilled beyond its burst")
+	}
+	if ok, _ := l.allow("other"); !ok {
+		t.Error("another key shares the bucket")
+	}
+}

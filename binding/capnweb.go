@@ -86,7 +86,7 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 // newMain builds the main object of one connection.
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
-	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body, batch: r.Method == http.MethodPost, grant: &grant{}}
+	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body, batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
 	}
@@ -134,7 +134,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	if err != nil {
 		return nil, err
 	}
-	return &agentSession{b: s.b, params: s.params, card: s.card, batch: s.batch, user: u, grant: &grant{}}, nil
+	return &agentSession{b: s.b, params: s.params, card: s.card, batch: s.batch, user: u, grant: &grant{}, remote: s.remote}, nil
 }
 
 // agentSession is an AgentSession: every A2A operation, as one principal.
@@ -147,6 +147,7 @@ type agentSession struct {
 	authErr error // set when the connection did not authenticate: calls fail with it
 	batch   bool  // an HTTP batch: no live streams, no callbacks
 	grant   *grant
+	remote  string // the connection's remote address, for rate limits of anonymous callers
 }
 
 // call returns the context of one call: a CallContext with the merged service parameters and
@@ -165,6 +166,9 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 	}
 	if err := s.grant.permit(method, req, s.user, time.Now()); err != nil {
 		return nil, err
+	}
+	if rerr := s.b.hh.limit.check(withUser(ctx, s.user), s.remote); rerr != nil {
+		return nil, rerr
 	}
 	extra, err := serviceParams(perCall)
 	if err != nil {

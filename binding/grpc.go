@@ -47,7 +47,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 	case maxMsg < 0:
 		maxMsg = math.MaxInt32
 	}
-	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}, auth: o.Authenticate}
+	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}, auth: o.Authenticate, limit: newLimiter(o.RateLimit)}
 	if o.Authenticate != nil {
 		h = withAuthenticatedUsers(h)
 	}
@@ -71,6 +71,7 @@ type grpcGuard struct {
 	required  []string
 	supported []string
 	auth      Authenticator
+	limit     *limiter
 }
 
 func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -135,6 +136,9 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 		if ctx, rerr = authenticate(ctx, g.auth, metadataHeaders(md)); rerr != nil {
 			return ctx, grpcError(rerr)
 		}
+	}
+	if rerr := g.limit.check(ctx, grpcPeerAddr(ctx)); rerr != nil {
+		return ctx, grpcError(rerr)
 	}
 	return ctx, nil
 }

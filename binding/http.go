@@ -67,6 +67,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	}
 	hh := &httpHandler{
 		auth:         o.Authenticate,
+		limit:        newLimiter(o.RateLimit),
 		card:         cs,
 		jsonrpcPath:  jsonrpcPath,
 		restPath:     restPath,
@@ -97,6 +98,7 @@ type httpHandler struct {
 	restPath     string // base path without trailing slash; "" for the root
 	capnwebPath  string // exact path; "" when the capnweb binding is off
 	auth         Authenticator
+	limit        *limiter
 	capnweb      *capnwebBinding
 	maxBody      int64
 	serve03      bool
@@ -142,15 +144,22 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticate runs Options.Authenticate on r. It returns r with the principal in its context,
 // or nil after answering with the refusal.
 func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonrpc bool) *http.Request {
-	if h.auth == nil {
-		return r
+	ctx := r.Context()
+	var rerr *requestError
+	if h.auth != nil {
+		ctx, rerr = authenticate(ctx, h.auth, r.Header)
 	}
-	ctx, rerr := authenticate(r.Context(), h.auth, r.Header)
+	if rerr == nil {
+		rerr = h.limit.check(ctx, r.RemoteAddr)
+	}
 	if rerr == nil {
 		return r.WithContext(ctx)
 	}
-	if rerr.httpStatus == http.StatusUnauthorized {
+	switch rerr.httpStatus {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", "Bearer")
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", rerr.meta["retryAfterSeconds"])
 	}
 	if jsonrpc {
 		writeJSONRPCError(w, nil, false, rerr)
@@ -484,7 +493,7 @@ func writeJSONRPCError(w http.ResponseWriter, id json.RawMessage, stream bool, e
 	}
 	w.Header().Set("Content-Type", mediaJSON)
 	status := http.StatusOK
-	if e.httpStatus == http.StatusUnauthorized || e.httpStatus == http.StatusForbidden {
+	if e.httpStatus == http.StatusUnauthorized || e.httpStatus == http.StatusForbidden || e.httpStatus == http.StatusTooManyRequests {
 		status = e.httpStatus // authentication is an HTTP matter on every HTTP binding
 	}
 	w.WriteHeader(status)

@@ -101,6 +101,10 @@ type Options struct {
 	// Zero: every caller is anonymous.
 	Authenticate Authenticator
 
+	// RateLimit bounds each principal's requests on the HTTP bindings (JSON-RPC, HTTP+JSON,
+	// and each capnweb call). Zero (nil): no limit.
+	RateLimit *RateLimit
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -130,6 +134,10 @@ type GRPCOptions struct {
 	// (or codes.PermissionDenied for a2a.ErrUnauthorized).
 	// Zero: every caller is anonymous.
 	Authenticate Authenticator
+
+	// RateLimit bounds each principal's calls, as Options.RateLimit does for HTTP (the two
+	// servers count separately). Zero (nil): no limit.
+	RateLimit *RateLimit
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -92,6 +93,7 @@ type serveConfig struct {
 	pushAllowHosts                                                []string
 	auth                                                          authConfig
 	tls                                                           tlsConfig
+	rateLimit                                                     float64
 }
 
 func serve(args []string) error {
@@ -141,6 +143,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
 	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
+	fs.Float64Var(&c.rateLimit, "rate-limit", 0, "requests per second each principal (each IP address, for anonymous callers) may make, in bursts of twice that; 0: no limit")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
 	fs.BoolVar(&c.noPush, "no-push", false, "do not offer push notifications (the card says pushNotifications: false)")
 	pushAllow := fs.String("push-allow", envOr("A2AWEBCAP_PUSH_ALLOW", ""), "comma-separated `CIDRs and host names` push notifications may be sent to although they are not public (e.g. 127.0.0.1/32 for a receiver on this host); by default only public addresses are (A2AWEBCAP_PUSH_ALLOW)")
@@ -231,6 +234,10 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		authenticate = auth.Any(schemes...)
 	}
 
+	var rateLimit *binding.RateLimit
+	if c.rateLimit > 0 {
+		rateLimit = &binding.RateLimit{PerSecond: c.rateLimit, Burst: int(math.Ceil(2 * c.rateLimit))}
+	}
 	tlsCfg, fingerprint, err := c.tls.config(c.addr)
 	if err != nil {
 		return err
@@ -248,7 +255,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 	}
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
-		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate,
+		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	})
 	mux := http.NewServeMux()
@@ -270,7 +277,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate}
+		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
