@@ -95,23 +95,36 @@ func releaseValue(v any) {
 
 // resolveValue replaces, in place, every pending promise in v by its resolution, so the value
 // can be delivered to the application. On error the tree still owns what it held.
+//
+// It writes only where a pending promise is: subtrees without references may be shared with
+// other values (see copyValue), which other goroutines may be reading.
 func resolveValue(ctx context.Context, v any) (any, error) {
 	switch x := v.(type) {
 	case []any:
 		for i, e := range x {
+			if !hasRefs(e) {
+				continue
+			}
 			r, err := resolveValue(ctx, e)
 			if err != nil {
 				return nil, err
 			}
-			x[i] = r
+			if _, ok := e.(*pending); ok {
+				x[i] = r // containers were resolved in place
+			}
 		}
 	case map[string]any:
 		for k, e := range x {
+			if !hasRefs(e) {
+				continue
+			}
 			r, err := resolveValue(ctx, e)
 			if err != nil {
 				return nil, err
 			}
-			x[k] = r
+			if _, ok := e.(*pending); ok {
+				x[k] = r
+			}
 		}
 	case *pending:
 		r, err := x.h.pull(ctx)
