@@ -22,6 +22,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 )
 
@@ -40,6 +41,8 @@ type Options struct {
 	GRPC *binding.GRPCOptions
 	// Engine configures the engine. Nil: defaults, logging discarded.
 	Engine *engine.Options
+	// Store keeps the tasks; the server closes it when it stops. Nil: a memory store.
+	Store store.Store
 }
 
 // Server is a running server. Test cleanup stops it.
@@ -115,13 +118,18 @@ func New(opts *Options) (*Server, error) {
 	if eopts.Logger == nil {
 		eopts.Logger = slog.New(slog.DiscardHandler)
 	}
-	st := memory.New()
+	st := o.Store
+	if st == nil {
+		st = memory.New()
+	}
 	s.Engine = engine.New(exec, st, &eopts)
 	stopEngine := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := s.Engine.Close(ctx)
-		st.Close()
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
 		return err
 	}
 

@@ -1,14 +1,11 @@
 // Package stacktest runs, for end-to-end tests, the server `a2awebcap serve` assembles: the
-// engine on a SQLite file, the built-in agent and every HTTP binding (JSON-RPC, HTTP+JSON and
-// capnweb) on 127.0.0.1:0.
+// engine on a SQLite file, the built-in agent and every binding on 127.0.0.1:0 (through
+// internal/a2atest).
 package stacktest
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,6 +18,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/internal/a2atest"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
 )
 
@@ -44,46 +42,25 @@ func Start(t testing.TB, opts *binding.Options, routes map[string]http.Handler) 
 	card.Capabilities.ExtendedAgentCard = true
 	extended := *card
 	extended.Name += " (extended)"
-	eng := engine.New(agent, st, &engine.Options{
-		NoPushNotifications: true,
-		ExtendedCard:        func(context.Context) (*a2a.AgentCard, error) { return &extended, nil },
-		Logger:              slog.New(slog.DiscardHandler),
+	srv := a2atest.Start(t, &a2atest.Options{
+		Executor: agent,
+		Card:     card,
+		HTTP:     opts,
+		Store:    st,
+		Engine: &engine.Options{
+			NoPushNotifications: true,
+			ExtendedCard:        func(context.Context) (*a2a.AgentCard, error) { return &extended, nil },
+		},
+		WrapHTTP: func(a2aHTTP http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			for pattern, h := range routes {
+				mux.Handle(pattern, h)
+			}
+			mux.Handle("/", a2aHTTP)
+			return mux
+		},
 	})
-	if opts == nil {
-		opts = &binding.Options{}
-	}
-	a2aHTTP := binding.NewHTTPHandler(eng, card, opts)
-
-	mux := http.NewServeMux()
-	for pattern, h := range routes {
-		mux.Handle(pattern, h)
-	}
-	mux.Handle("/", a2aHTTP)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	// Shutdown and Close leave hijacked (WebSocket) connections open: the binding closes them.
-	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-		if err := eng.Close(ctx); err != nil {
-			t.Errorf("engine.Close: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("store.Close: %v", err)
-		}
-	})
-	return "http://" + lis.Addr().String()
+	return srv.URL
 }
 
 // Bearer returns a binding.Options.Authenticate that maps "Authorization: Bearer TOKEN" to the
