@@ -53,9 +53,10 @@ Usage:
   a2awebcap serve [flags]    run an A2A server (see "a2awebcap serve -h")
 
 ` + verbsUsage + `
-
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
-the built-in agent (send it "help"). The agent card is at /.well-known/agent-card.json.
+the built-in agent (send it "help"). The agent card is at /.well-known/agent-card.json, a
+browser page at /web/. Try, in another terminal:
+  a2awebcap stream http://127.0.0.1:8080 wait 3
 `
 
 func main() {
