@@ -26,5 +26,16 @@
 //	h := binding.NewHTTPHandler(engine, card, &binding.Options{Authenticate: auth.Any(jwt, keys)})
 //	http.ListenAndServe(addr, auth.Middleware(h))
 //
+// SignCard and VerifyCard sign an agent card and check its signatures (A2A 1.0 signed cards):
+// a JWS with a detached payload over the RFC 8785 canonical JSON of the card without its
+// signatures, so a card re-encoded in any key order or spacing still verifies and a card with
+// any field changed does not. binding.Options.CardSigner serves a signed card;
+// client.Options.VerifyCard checks one before connecting:
+//
+//	h := binding.NewHTTPHandler(engine, card, &binding.Options{BaseURL: "https://agent.example",
+//		CardSigner: func(c *a2a.AgentCard) error { return auth.SignCard(c, key, "card-2026", jwksURL) }})
+//	cl, err := client.New(ctx, "https://agent.example", &client.Options{
+//		VerifyCard: func(c *a2a.AgentCard) error { return auth.VerifyCard(c, trustedKeys) }})
+//
 // docs/security.md has the threat model and what is enforced where.
 package auth
