@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,21 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 		}
 	}
 	c.SupportedInterfaces = ifaces
+	if o.CardSigner != nil {
+		if perRequest {
+			panic("binding: Options.CardSigner needs Options.BaseURL (or absolute interface URLs): " +
+				"a card completed with each request's Host cannot be signed safely")
+		}
+		c.Signatures = slices.Clip(c.Signatures) // the signer appends: not into the caller's array
+		// The card's required lists as [] rather than null, as a2av0's encoder writes them:
+		// a signature covers the exact form clients decode.
+		c.Skills = nonNil(c.Skills)
+		c.DefaultInputModes = nonNil(c.DefaultInputModes)
+		c.DefaultOutputModes = nonNil(c.DefaultOutputModes)
+		if err := o.CardSigner(&c); err != nil {
+			panic(fmt.Sprintf("binding: cannot sign the agent card: %v", err))
+		}
+	}
 
 	// The card is encoded now, once: later changes to the caller's card do
 	// not show, and a card a2a-go cannot encode fails at start-up.
@@ -252,6 +268,13 @@ func cleanPath(p string) string {
 		p = strings.TrimSuffix(p, "/")
 	}
 	return p
+}
+
+func nonNil[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
+	}
+	return s
 }
 
 func firstNonEmpty(s ...string) string {

@@ -47,6 +47,15 @@ type Options struct {
 	// else http) and Host header. Set it behind a proxy that rewrites either.
 	BaseURL string
 
+	// CardSigner signs the served agent card: it is called once, when the handler is made, on
+	// the final card (interfaces completed with BaseURL) before it is encoded, and appends to
+	// its Signatures — auth.SignCard with the agent's key does. NewHTTPHandler panics if it
+	// returns an error, or if the card would be completed per request (BaseURL empty and an
+	// interface URL given as a path): a card signed for whatever Host a request names would
+	// let anyone obtain a signed card pointing at their own host. Zero: the card is served
+	// with the signatures it was given, if any.
+	CardSigner func(card *a2a.AgentCard) error
+
 	// GRPCAddress is the host:port where the gRPC server of [NewGRPCServer]
 	// listens; when set the card lists a GRPC interface with that URL.
 	// Zero: the card lists gRPC only if the given card already does.
