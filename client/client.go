@@ -84,6 +84,11 @@ type Options struct {
 	Config a2aclient.Config
 	// Interceptors run around every call, as a2aclient.WithCallInterceptors. Zero: none.
 	Interceptors []a2aclient.CallInterceptor
+	// VerifyCard checks the agent card before the client connects: the card New read, or the
+	// one given to NewFromCard. If it returns an error, no connection is made and New or
+	// NewFromCard returns that error wrapped. auth.VerifyCard with the agent's trusted keys
+	// checks the card's signatures. Zero: the card is not checked.
+	VerifyCard func(card *a2a.AgentCard) error
 }
 
 // Client is an a2a-go client connected over the binding it chose. Its methods are
@@ -164,6 +169,12 @@ func NewFromCard(ctx context.Context, card *a2a.AgentCard, opts *Options) (*Clie
 // newFromCard is NewFromCard with o.HTTPClient set; own is its transport when the client made
 // it, to be closed with the client.
 func newFromCard(ctx context.Context, card *a2a.AgentCard, o *Options, own *http.Transport) (*Client, error) {
+	if o.VerifyCard != nil {
+		if err := o.VerifyCard(card); err != nil {
+			closeIdle(own)
+			return nil, fmt.Errorf("client: agent card of %q refused: %w", card.Name, err)
+		}
+	}
 	bindings := preferred
 	if o.Binding != "" {
 		if !slices.Contains(known, o.Binding) {

@@ -164,6 +164,9 @@ func New(opts *Options) (*Server, error) {
 		return nil, err
 	}
 	s.URL = "http://" + hlis.Addr().String()
+	if hopts.CardSigner != nil && hopts.BaseURL == "" { // a signed card needs a fixed origin
+		hopts.BaseURL = s.URL
+	}
 	handler := binding.NewHTTPHandler(s.Engine, card, &hopts)
 	var served http.Handler = handler
 	if o.WrapHTTP != nil {
