@@ -214,3 +214,31 @@ func TestVerifyCardRefusals(t *testing.T) {
 		t.Errorf("VerifyCard(forged, then good) = %v, want nil", err)
 	}
 }
+
+// VerifyCard never panics nor accepts a signature it did not check, whatever the card holds.
+func FuzzVerifyCard(f *testing.F) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keys := &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: "k1"}}}
+	card := cardFixture()
+	if err := SignCard(card, key, "k1", ""); err != nil {
+		f.Fatal(err)
+	}
+	good := card.Signatures[0]
+	f.Add(good.Protected, good.Signature, "k1")
+	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)), "", "")
+	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","kid":"k1"}`)), good.Signature, "k1")
+	f.Fuzz(func(t *testing.T, protected, signature, kid string) {
+		c := cardFixture()
+		c.Signatures = []a2a.AgentCardSignature{{Protected: protected, Signature: signature, Header: map[string]any{"kid": kid}}}
+		err := VerifyCard(c, keys)
+		same := func(a, b string) bool { // base64url ignores the unused bits of the last character
+			x, _ := base64.RawURLEncoding.DecodeString(a)
+			y, _ := base64.RawURLEncoding.DecodeString(b)
+			return string(x) == string(y)
+		}
+		if err == nil && (!same(protected, good.Protected) || !same(signature, good.Signature)) {
+			// ECDSA signatures are not unique, but a forger without the key cannot find another.
+			t.Fatalf("VerifyCard accepted protected=%q signature=%q", protected, signature)
+		}
+	})
+}
