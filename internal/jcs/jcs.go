@@ -7,9 +7,8 @@
 // Number.prototype.toString does (IEEE 754 doubles, shortest round-trip digits).
 //
 // It is stricter than encoding/json, as a signature's input should be: duplicate keys, invalid
-// UTF-8, trailing data, numbers beyond the double range and nesting deeper than MaxDepth are
-// errors. Lone UTF-16 surrogates written as \u escapes are not detected: encoding/json decodes
-// them to U+FFFD, which is what is canonicalized.
+// UTF-8, lone UTF-16 surrogates in \u escapes (which encoding/json would turn into U+FFFD),
+// trailing data, numbers beyond the double range and nesting deeper than MaxDepth are errors.
 package jcs
 
 import (
@@ -33,6 +32,9 @@ const MaxDepth = 512
 func Canonicalize(in []byte) ([]byte, error) {
 	if !utf8.Valid(in) {
 		return nil, errors.New("jcs: invalid UTF-8")
+	}
+	if err := checkSurrogates(in); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(in))
 	dec.UseNumber()
@@ -220,4 +222,40 @@ func FormatNumber(f float64) (string, error) {
 		b.WriteString(strconv.Itoa(n - 1))
 	}
 	return b.String(), nil
+}
+
+// checkSurrogates reports a \u escape of a UTF-16 surrogate that is not half of a pair: I-JSON
+// (RFC 7493), which RFC 8785 requires, forbids them, and decoding would make them U+FFFD. Only
+// strings hold backslashes, so escapes are found without tracking where strings start; a
+// malformed escape is left for the decoder to report.
+func checkSurrogates(in []byte) error {
+	esc := func(i int) (rune, bool) { // the \uXXXX at in[i:], if any
+		if i+6 > len(in) || in[i] != '\\' || in[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(in[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(in); i++ {
+		if in[i] != '\\' {
+			continue
+		}
+		r, ok := esc(i)
+		if !ok {
+			i++ // skip the escaped character, which may be a backslash
+			continue
+		}
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // high: a low one must follow
+			if lo, ok := esc(i + 6); !ok || lo < 0xdc00 || lo > 0xdfff {
+				return fmt.Errorf("jcs: lone surrogate \\u%04x", r)
+			}
+			i += 11
+		case utf16.IsSurrogate(r):
+			return fmt.Errorf("jcs: lone surrogate \\u%04x", r)
+		default:
+			i += 5
+		}
+	}
+	return nil
 }

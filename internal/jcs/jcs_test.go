@@ -69,10 +69,16 @@ func TestCanonicalizeRejects(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{
 		``, `{`, `[1,]`, `{"a":1,"a":2}`, `1 2`, `{"a":1}x`, `1e400`, `-1e400`, `NaN`, "\"\xff\"",
+		`"\ud800"`, `"\udc00"`, `"\ud800\u0041"`, `"\ud83d"`, `{"\ude00":1}`, `"a\\\ud800b"`,
 		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
 	} {
 		if got, err := Canonicalize([]byte(in)); err == nil {
 			t.Errorf("Canonicalize(%q) = %s, want an error", in, got)
+		}
+	}
+	for _, in := range []string{`"\\ud800"`, `"\ud83d\ude00"`, `"\\\\ud800"`} {
+		if _, err := Canonicalize([]byte(in)); err != nil {
+			t.Errorf("Canonicalize(%s) error: %v", in, err)
 		}
 	}
 	deep := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
