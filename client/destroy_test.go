@@ -86,7 +86,7 @@ func TestDestroy(t *testing.T) {
 func settledGoroutines(t *testing.T, target int) int {
 	t.Helper()
 	n, same := runtime.NumGoroutine(), 0
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		m := runtime.NumGoroutine()
 		if target >= 0 && m <= target {
