@@ -95,6 +95,7 @@ type serveConfig struct {
 	auth                                                          authConfig
 	tls                                                           tlsConfig
 	rateLimit                                                     float64
+	cardKey                                                       string
 }
 
 func serve(args []string) error {
@@ -144,6 +145,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
 	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
+	fs.StringVar(&c.cardKey, "card-key", envOr("A2AWEBCAP_CARD_KEY", ""), "sign the agent card with this PEM private key `file` (EC P-256, Ed25519 or RSA) and publish its public key at "+cardJWKSPath+"; needs -base-url (A2AWEBCAP_CARD_KEY)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 0, "requests per second each principal (each IP address, for anonymous callers) may make, in bursts of twice that; 0: no limit")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
 	fs.BoolVar(&c.noPush, "no-push", false, "do not offer push notifications (the card says pushNotifications: false)")
@@ -255,14 +257,25 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			log.Warn("serving with a self-signed development certificate", "sha256", fingerprint)
 		}
 	}
+	var cardSign func(*a2a.AgentCard) error
+	var cardKeys http.Handler
+	if c.cardKey != "" {
+		if cardSign, cardKeys, err = cardSigner(c.cardKey, strings.TrimSuffix(c.baseURL, "/")); err != nil {
+			return err
+		}
+	}
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
-		BaseURL: c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit,
+		CardSigner: cardSign,
+		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	if pushKey != nil {
 		mux.Handle("GET "+push.JWKSPath, pushKey)
+	}
+	if cardKeys != nil {
+		mux.Handle("GET "+cardJWKSPath, cardKeys)
 	}
 	mux.Handle("/", a2aHTTP)
 	serveWeb(mux, c.capnwebJS, log)
