@@ -45,64 +45,75 @@ func copyValue(v any) any {
 	return dupValue(v)
 }
 
+// hasRefs reports whether v holds references (stubs, promises, streams).
 func hasRefs(v any) bool {
+	return anyLeaf(v, func(e any) bool {
+		switch e.(type) {
+		case *Stub, *Promise, *pending, *ReadableStream, *WritableStream:
+			return true
+		}
+		return false
+	})
+}
+
+// anyLeaf reports whether pred holds for some value in v that is not a container.
+func anyLeaf(v any, pred func(any) bool) bool {
 	switch x := v.(type) {
 	case []any:
 		for _, e := range x {
-			if hasRefs(e) {
+			if anyLeaf(e, pred) {
 				return true
 			}
 		}
+		return false
 	case map[string]any:
 		for _, e := range x {
-			if hasRefs(e) {
+			if anyLeaf(e, pred) {
 				return true
 			}
 		}
-	case *Stub, *Promise, *pending, *ReadableStream, *WritableStream:
-		return true
+		return false
 	}
-	return false
+	return pred(v)
+}
+
+// eachLeaf calls fn with every value in v that is not a container.
+func eachLeaf(v any, fn func(any)) {
+	anyLeaf(v, func(e any) bool { fn(e); return false })
 }
 
 // releaseValue releases every reference in v.
 func releaseValue(v any) {
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			releaseValue(e)
+	eachLeaf(v, func(e any) {
+		switch x := e.(type) {
+		case *Stub:
+			x.Release()
+		case *Promise:
+			x.Release()
+		case *pending:
+			x.h.release()
+		case *ReadableStream:
+			x.releaseUnread()
+		case *WritableStream:
+			x.release()
+		case *Error:
+			for _, p := range x.Props {
+				releaseValue(p)
+			}
 		}
-	case map[string]any:
-		for _, e := range x {
-			releaseValue(e)
-		}
-	case *Stub:
-		x.Release()
-	case *Promise:
-		x.Release()
-	case *pending:
-		x.h.release()
-	case *ReadableStream:
-		x.releaseUnread()
-	case *WritableStream:
-		x.release()
-	case *Error:
-		for _, e := range x.Props {
-			releaseValue(e)
-		}
-	}
+	})
 }
 
 // resolveValue replaces, in place, every pending promise in v by its resolution, so the value
 // can be delivered to the application. On error the tree still owns what it held.
 //
-// It writes only where a pending promise is: subtrees without references may be shared with
-// other values (see copyValue), which other goroutines may be reading.
+// It writes only where a pending promise is: subtrees without promises may be shared with other
+// values (see copyValue), which other goroutines may be reading.
 func resolveValue(ctx context.Context, v any) (any, error) {
 	switch x := v.(type) {
 	case []any:
 		for i, e := range x {
-			if !hasRefs(e) {
+			if !hasPending(e) {
 				continue
 			}
 			r, err := resolveValue(ctx, e)
@@ -115,7 +126,7 @@ func resolveValue(ctx context.Context, v any) (any, error) {
 		}
 	case map[string]any:
 		for k, e := range x {
-			if !hasRefs(e) {
+			if !hasPending(e) {
 				continue
 			}
 			r, err := resolveValue(ctx, e)
@@ -155,40 +166,17 @@ func (p *payload) release() {
 
 // hasPending reports whether v holds promises to await.
 func hasPending(v any) bool {
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			if hasPending(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasPending(e) {
-				return true
-			}
-		}
-	case *pending:
-		return true
-	}
-	return false
+	return anyLeaf(v, func(e any) bool { _, ok := e.(*pending); return ok })
 }
 
 // markDelivered hands the received streams in v to the application: releasing the value they
 // came in no longer cancels them.
 func markDelivered(v any) {
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			markDelivered(e)
+	eachLeaf(v, func(e any) {
+		if rs, ok := e.(*ReadableStream); ok {
+			rs.mu.Lock()
+			rs.delivered = true
+			rs.mu.Unlock()
 		}
-	case map[string]any:
-		for _, e := range x {
-			markDelivered(e)
-		}
-	case *ReadableStream:
-		x.mu.Lock()
-		x.delivered = true
-		x.mu.Unlock()
-	}
+	})
 }
