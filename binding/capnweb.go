@@ -534,15 +534,19 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 // interrupted state, until the task is terminal.
 func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub, params any) {
 	var last int64 = -1
+	base, err := serviceParams(params)
+	if err != nil {
+		return
+	}
 	for ctx.Err() == nil {
-		extra, _ := serviceParams(params)
+		extra := base.Clone()
 		if extra == nil {
 			extra = http.Header{}
 		}
 		if last >= 0 {
 			extra.Set(hdrLastEventID, strconv.FormatInt(last, 10))
 		}
-		cctx, err := s.callContext(ctx, "SubscribeToTask", &a2a.SubscribeToTaskRequest{ID: id}, headerObject(extra))
+		cctx, err := s.callContext(ctx, "SubscribeToTask", &a2a.SubscribeToTaskRequest{ID: id}, extra)
 		if err != nil {
 			return
 		}
@@ -551,7 +555,7 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 			if err != nil {
 				return // the task is finished or gone; nothing more will come
 			}
-			if seq, ok := seqOf(ev); ok {
+			if seq, ok := wire.Seq(ev); ok {
 				if seq <= last {
 					continue
 				}
@@ -576,28 +580,6 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 			return
 		}
 	}
-}
-
-func headerObject(h http.Header) map[string]any {
-	m := make(map[string]any, len(h))
-	for k, v := range h {
-		vs := make([]any, len(v))
-		for i, s := range v {
-			vs[i] = s
-		}
-		m[k] = vs
-	}
-	return m
-}
-
-func seqOf(ev a2a.Event) (int64, bool) {
-	switch v := ev.Meta()[seqKey].(type) {
-	case int64:
-		return v, true
-	case float64:
-		return int64(v), true
-	}
-	return 0, false
 }
 
 // pushSubscription is the capability subscribeToPushNotifications returns.

@@ -6,12 +6,13 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
 // seqKey is the metadata key under which engine's stream events carry their sequence number
-// in their task's event log (engine.SeqKey; this package does not import engine, a test keeps
-// the two equal).
-const seqKey = "a2awebcap.seq"
+// in their task's event log (engine.SeqKey; a test keeps the two equal).
+const seqKey = wire.SeqKey
 
 // eventIDWriter sits between a2a-go's streaming handlers and the client and gives every SSE
 // event the id a client needs to resume the stream: `id: N` for an event whose stream event

@@ -59,6 +59,9 @@ func serviceParams(v any) (http.Header, error) {
 	if v == nil || v == capnweb.Undefined {
 		return nil, nil
 	}
+	if h, ok := v.(http.Header); ok { // from the binding itself (push)
+		return h, nil
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, invalidParams("service parameters must be an object of strings")

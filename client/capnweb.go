@@ -32,7 +32,7 @@ const ProtocolCapnweb a2a.TransportProtocol = "urn:a2awebcap:capnweb:v1"
 
 // SeqKey is the metadata key under which a2aWebCap servers number each streamed event in its
 // task's event log; a resumed stream asks for the events after the last number it delivered.
-const SeqKey = "a2awebcap.seq"
+const SeqKey = wire.SeqKey
 
 // Sentinel conditions of the capnweb transport. Compare with errors.Is.
 var (

@@ -223,7 +223,7 @@ const (
 
 // take delivers ev unless it was delivered already, and says whether the stream goes on.
 func (st *streamState) take(ev a2a.Event, yield func(a2a.Event, error) bool) outcome {
-	seq, numbered := seqOf(ev)
+	seq, numbered := wire.Seq(ev)
 	if numbered && seq <= st.last {
 		return goesOn // delivered already
 	}

@@ -120,19 +120,6 @@ func callerLastEventID(p a2aclient.ServiceParams) (int64, bool) {
 	return 0, false
 }
 
-// seqOf returns an event's sequence number in its task's event log.
-func seqOf(ev a2a.Event) (int64, bool) {
-	switch v := ev.Meta()[SeqKey].(type) {
-	case float64:
-		if v >= 0 && v == math.Trunc(v) && v < 1<<53 {
-			return int64(v), true
-		}
-	case int64:
-		return v, v >= 0
-	}
-	return 0, false
-}
-
 // headerPairs flattens h into lowercase name, value pairs (gRPC metadata).
 func headerPairs(h http.Header) []string {
 	var kv []string

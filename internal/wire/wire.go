@@ -169,3 +169,21 @@ func StateOf(ev a2a.Event) (a2a.TaskState, bool) {
 	}
 	return "", false
 }
+
+// SeqKey is the metadata key under which a2aWebCap's engine numbers each streamed event in its
+// task's event log (engine.SeqKey; a test keeps them equal).
+const SeqKey = "a2awebcap.seq"
+
+// Seq returns an event's sequence number in its task's event log: an int64 as the engine sets
+// it, or the whole float64 it becomes once it went through JSON.
+func Seq(ev a2a.Event) (int64, bool) {
+	switch v := ev.Meta()[SeqKey].(type) {
+	case float64:
+		if v >= 0 && v == math.Trunc(v) && v < 1<<53 {
+			return int64(v), true
+		}
+	case int64:
+		return v, v >= 0
+	}
+	return 0, false
+}
