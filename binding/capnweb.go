@@ -33,11 +33,10 @@ const DefaultCapnwebPath = "/a2a/capnweb"
 const hdrLastEventID = "Last-Event-ID"
 
 type capnwebBinding struct {
-	h        a2asrv.RequestHandler
-	hh       *httpHandler
-	auth     func(context.Context, http.Header) (*a2asrv.User, error)
-	handler  *capnweb.Handler
-	maxBatch int64
+	h       a2asrv.RequestHandler
+	hh      *httpHandler
+	auth    func(context.Context, http.Header) (*a2asrv.User, error)
+	handler *capnweb.Handler
 }
 
 func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *capnwebBinding {
@@ -195,7 +194,6 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 	}
 	cctx, cc := a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(params))
 	cc.User = s.user
-	_ = method
 	return cctx, nil
 }
 
@@ -519,10 +517,9 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	sub := &pushSubscription{cancel: cancel, done: make(chan struct{})}
+	sub := &pushSubscription{cancel: cancel}
 	cb := callback.Dup()
 	go func() {
-		defer close(sub.done)
 		defer cb.Release()
 		defer cancel()
 		s.push(sctx, a2a.TaskID(taskID), cb, params)
@@ -586,7 +583,6 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 type pushSubscription struct {
 	capnweb.Target
 	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 // Cancel ends the subscription.
