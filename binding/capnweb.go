@@ -85,7 +85,7 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 // newMain builds the main object of one connection.
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
-	s := &agentSession{b: b, params: params, card: b.hh.card.render(r).body, batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr}
+	s := &agentSession{b: b, params: params, origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
 	}
@@ -112,7 +112,8 @@ type a2aService struct {
 // GetAgentCard returns the public agent card.
 func (s *a2aService) GetAgentCard() (any, error) {
 	var card any
-	if err := json.Unmarshal(s.card, &card); err != nil {
+	// Rendered on demand, not per connection: most sessions never ask.
+	if err := json.Unmarshal(s.b.hh.card.renderFor(s.origin).body, &card); err != nil {
 		return nil, err
 	}
 	return card, nil
@@ -133,7 +134,9 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	if err != nil {
 		return nil, err
 	}
-	return &agentSession{b: s.b, params: s.params, card: s.card, batch: s.batch, user: u, grant: &grant{}, remote: s.remote}, nil
+	c := *s.agentSession // the connection's, now as u
+	c.user, c.authErr, c.grant = u, nil, &grant{}
+	return &c, nil
 }
 
 // agentSession is an AgentSession: every A2A operation, as one principal.
@@ -141,7 +144,7 @@ type agentSession struct {
 	capnweb.Target
 	b       *capnwebBinding
 	params  http.Header // the connection's service parameters
-	card    []byte
+	origin  string      // the connection's scheme://host, for the card's interface URLs
 	user    *a2asrv.User
 	authErr error // set when the connection did not authenticate: calls fail with it
 	batch   bool  // an HTTP batch: no live streams, no callbacks

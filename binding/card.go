@@ -190,8 +190,16 @@ func (cs *cardServer) render(r *http.Request) *renderedCard {
 	if cs.static != nil {
 		return cs.static
 	}
-	origin, _ := json.Marshal(requestOrigin(r)) // JSON-escaped, quoted
-	return newRenderedCard(bytes.ReplaceAll(cs.template, []byte(originPlaceholder), origin[1:len(origin)-1]))
+	return cs.renderFor(requestOrigin(r))
+}
+
+// renderFor completes the template with origin.
+func (cs *cardServer) renderFor(origin string) *renderedCard {
+	if cs.static != nil {
+		return cs.static
+	}
+	o, _ := json.Marshal(origin) // JSON-escaped, quoted
+	return newRenderedCard(bytes.ReplaceAll(cs.template, []byte(originPlaceholder), o[1:len(o)-1]))
 }
 
 func (cs *cardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
