@@ -13,9 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/coder/websocket"
+	"github.com/a2awebcap/a2awebcap/internal/ws"
 )
 
 // HandlerOptions configure a Handler. Nil means the documented defaults.
@@ -130,7 +129,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main any) {
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
+	c, err := ws.Accept(w, r, &ws.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
 	if err != nil {
 		return // Accept has answered the request
 	}
@@ -141,11 +140,16 @@ func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main an
 		s.serve()
 		return
 	}
-	defer h.untrack(s)
 	if h.opts.OnSession != nil {
 		h.opts.OnSession(r, s)
 	}
-	s.serve() // the read loop runs in this (the connection's) goroutine
+	// The read loop gets a goroutine of its own and the handler returns: net/http then drops
+	// the request, the response and the deep stack of its connection goroutine, which an idle
+	// session would otherwise keep for its whole life.
+	go func() {
+		defer h.untrack(s)
+		s.serve()
+	}()
 }
 
 func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
@@ -265,68 +269,47 @@ func (t *batchServerTransport) response() []byte {
 
 // ---- WebSocket transport ----
 
-// maxCloseReason is the longest close reason a WebSocket close frame carries.
-const maxCloseReason = 123
-
 type wsTransport struct {
-	c   *websocket.Conn
+	c   *ws.Conn
 	max int
-	buf bytes.Buffer
 }
 
-func newWSTransport(c *websocket.Conn, maxMessage int) *wsTransport {
-	// The limit is ours to enforce (Receive), so that the peer gets an abort saying why.
-	c.SetReadLimit(-1)
+func newWSTransport(c *ws.Conn, maxMessage int) *wsTransport {
 	return &wsTransport{c: c, max: maxMessage}
 }
 
-// Send and Receive ignore ctx: a context that can be canceled costs a registration per frame in
-// the WebSocket library, and Close already unblocks both.
+// Send and Receive ignore ctx: Close unblocks both.
 func (t *wsTransport) Send(_ context.Context, msg []byte) error {
-	return t.c.Write(context.Background(), websocket.MessageText, msg)
+	return t.c.WriteMessages(ws.Text, msg)
+}
+
+// SendBatch writes msgs with one write system call (see batchSender).
+func (t *wsTransport) SendBatch(_ context.Context, msgs [][]byte) error {
+	return t.c.WriteMessages(ws.Text, msgs...)
 }
 
 func (t *wsTransport) Receive(context.Context) ([]byte, error) {
-	typ, r, err := t.c.Reader(context.Background())
-	if err != nil {
-		if cs := websocket.CloseStatus(err); cs != -1 {
-			var ce websocket.CloseError
-			errors.As(err, &ce)
-			return nil, fmt.Errorf("peer closed WebSocket: %d %s", cs, ce.Reason)
-		}
+	// The limit is ours to enforce, so that the peer gets an abort saying why.
+	typ, msg, err := t.c.ReadMessage(t.max)
+	var ce *ws.CloseError
+	switch {
+	case errors.Is(err, ws.ErrTooBig):
+		return nil, typeErrorf("Incoming message exceeds maximum size of %d bytes.", t.max)
+	case errors.As(err, &ce):
+		return nil, fmt.Errorf("peer closed WebSocket: %d %s", ce.Code, ce.Reason)
+	case err != nil:
 		return nil, err
-	}
-	if typ != websocket.MessageText {
+	case typ != ws.Text:
 		return nil, typeErrorf("Received unexpected message type from WebSocket.")
 	}
-	t.buf.Reset()
-	n, err := t.buf.ReadFrom(io.LimitReader(r, int64(t.max)+1))
-	if err != nil {
-		return nil, err
-	}
-	if n > int64(t.max) {
-		return nil, typeErrorf("Incoming message exceeds maximum size of %d bytes.", t.max)
-	}
-	return bytes.Clone(t.buf.Bytes()), nil
+	return msg, nil
 }
 
 func (t *wsTransport) Close(reason error) error {
 	if reason == nil {
-		return t.c.Close(websocket.StatusNormalClosure, "")
+		return t.c.Close(ws.StatusNormal, "")
 	}
-	return t.c.Close(3000, closeReason(reason.Error()))
-}
-
-// closeReason truncates a close reason to 123 bytes without splitting a UTF-8 sequence.
-func closeReason(s string) string {
-	if len(s) <= maxCloseReason {
-		return s
-	}
-	s = s[:maxCloseReason]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
+	return t.c.Close(3000, reason.Error())
 }
 
 // DialOptions configure Dial. Nil means defaults.
@@ -345,7 +328,7 @@ func Dial(ctx context.Context, url string, main any, opts *DialOptions) (*Sessio
 	if opts != nil {
 		o = *opts
 	}
-	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: o.Header, HTTPClient: o.HTTPClient})
+	c, err := ws.Dial(ctx, url, &ws.DialOptions{Header: o.Header, HTTPClient: o.HTTPClient})
 	if err != nil {
 		return nil, fmt.Errorf("capnweb: dial %s: %w", url, err)
 	}

@@ -383,17 +383,33 @@ func (s *Session) writeLoop() {
 		s.out = nil
 		s.writing = true
 		s.mu.Unlock()
-		for _, m := range batch {
-			if err := s.t.Send(s.tctx, m); err != nil {
-				s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
-				break
-			}
+		if err := s.sendAll(batch); err != nil {
+			s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
 		}
 		s.mu.Lock()
 		s.writing = false
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
+}
+
+// batchSender is a Transport that can send several messages at once, in order, as cheaply as
+// one (the WebSocket transport: one write system call).
+type batchSender interface {
+	SendBatch(ctx context.Context, msgs [][]byte) error
+}
+
+// sendAll sends msgs in order, together when the transport can.
+func (s *Session) sendAll(msgs [][]byte) error {
+	if bs, ok := s.t.(batchSender); ok && len(msgs) > 1 {
+		return bs.SendBatch(s.tctx, msgs)
+	}
+	for _, m := range msgs {
+		if err := s.t.Send(s.tctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // queueLocked appends a message to the outbound queue. Caller holds mu.

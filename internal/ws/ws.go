@@ -1,0 +1,792 @@
+// Package ws is a small RFC 6455 WebSocket implementation shaped for capnweb: whole text or
+// binary messages in, and a batch of messages out with one write system call.
+//
+// Why our own: the general-purpose libraries flush (one write system call) per message. A capnweb
+// session answers a burst of pipelined calls with a burst of messages; writing them together
+// halves the system calls on both ends, and the peer reads them with one read. It also lets an
+// idle connection hold no write buffer at all.
+//
+// What it does: the server handshake (Accept, with an Origin check) and the client handshake
+// (Dial, through an *http.Client so proxies, TLS configuration and redirects work as for any
+// request); fragmented messages; ping answered with pong; the close handshake with status and
+// reason; masking both ways; text messages validated as UTF-8. What it does not: extensions
+// (permessage-deflate is never negotiated), subprotocols, HTTP/2 (RFC 8441).
+//
+// A Conn has one reader (ReadMessage) and any number of writers (WriteMessages and Close are
+// safe to call concurrently with each other and with ReadMessage).
+package ws
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// MessageType is the type of a data message.
+type MessageType int
+
+// Data message types (their opcodes).
+const (
+	Text   MessageType = 1
+	Binary MessageType = 2
+)
+
+// Close status codes used by this package (RFC 6455 §7.4.1).
+const (
+	StatusNormal          = 1000
+	StatusGoingAway       = 1001
+	StatusProtocolError   = 1002
+	StatusUnsupportedData = 1003
+	StatusNoStatus        = 1005 // never sent: what a close frame without a code reports
+	StatusInvalidPayload  = 1007
+	StatusPolicy          = 1008
+)
+
+const (
+	opContinuation = 0
+	opText         = 1
+	opBinary       = 2
+	opClose        = 8
+	opPing         = 9
+	opPong         = 10
+
+	maxControlPayload = 125
+	maxCloseReason    = maxControlPayload - 2
+
+	// CloseGrace bounds how long Close waits for the peer's close frame before it closes the
+	// connection anyway.
+	CloseGrace = 2 * time.Second
+)
+
+// CloseError is returned by ReadMessage once the peer has sent a close frame.
+type CloseError struct {
+	Code   int // StatusNoStatus when the frame had no code
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("websocket: peer closed: %d %s", e.Code, e.Reason)
+}
+
+// ProtocolError reports a peer that broke RFC 6455. ReadMessage has already sent a close frame
+// with Code and closed the connection.
+type ProtocolError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ProtocolError) Error() string { return "websocket: " + e.Msg }
+
+// ErrTooBig is returned by ReadMessage for a message over its limit.
+var ErrTooBig = errors.New("websocket: message exceeds the read limit")
+
+// ErrClosed is returned by writes after Close, and by ReadMessage after the connection closed
+// without a close frame from the peer being read.
+var ErrClosed = errors.New("websocket: connection closed")
+
+// Conn is one WebSocket connection.
+type Conn struct {
+	rwc    io.ReadWriteCloser
+	br     *bufio.Reader
+	client bool // mask outgoing frames; expect unmasked incoming ones
+
+	rmu sync.Mutex      // held by the reader for the length of ReadMessage
+	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
+
+	wmu       sync.Mutex
+	wbuf      []byte // frames being written; nil between writes
+	closeSent bool
+	werr      error
+
+	gotClose  chan struct{} // closed when the reader saw a close frame or a read error
+	closeOnce sync.Once
+	shutOnce  sync.Once
+}
+
+func newConn(rwc io.ReadWriteCloser, br *bufio.Reader, client bool) *Conn {
+	c := &Conn{rwc: rwc, br: br, client: client, gotClose: make(chan struct{})}
+	if sc, ok := rwc.(syscall.Conn); ok && canPeek {
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.raw = raw
+		}
+	}
+	if c.br == nil && c.raw == nil {
+		c.br = bufio.NewReaderSize(rwc, readBufSize)
+	}
+	return c
+}
+
+const readBufSize = 4096
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+// idleWait is called before each message. On a connection whose socket it can watch, it gives
+// the read buffer back when it holds nothing, waits until the socket is readable, then takes a
+// buffer again: an idle connection holds no read buffer.
+func (c *Conn) idleWait() error {
+	if c.raw == nil {
+		return nil
+	}
+	if c.br != nil {
+		if c.br.Buffered() > 0 {
+			return nil
+		}
+		c.dropReader()
+	}
+	var perr error
+	err := c.raw.Read(func(fd uintptr) bool {
+		ready, err := peek(fd)
+		perr = err
+		return ready || err != nil
+	})
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return c.readErr(err)
+	}
+	c.takeReader()
+	return nil
+}
+
+// takeReader makes sure c.br is set.
+func (c *Conn) takeReader() {
+	if c.br == nil {
+		c.br = readerPool.Get().(*bufio.Reader)
+		c.br.Reset(c.rwc)
+	}
+}
+
+func (c *Conn) dropReader() {
+	if c.br.Size() == readBufSize {
+		c.br.Reset(nil)
+		readerPool.Put(c.br)
+	}
+	c.br = nil
+}
+
+// ReadMessage returns the next data message, whole. A message longer than limit bytes (limit >
+// 0) is read to its end and dropped, and ReadMessage returns ErrTooBig: the connection stays
+// usable, so the caller can say why it gives up. The returned slice is the caller's. After the
+// peer's close frame it returns a *CloseError (having answered the close); after a protocol
+// violation a *ProtocolError.
+func (c *Conn) ReadMessage(limit int) (MessageType, []byte, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	typ, msg, err := c.readMessage(limit)
+	if err != nil {
+		c.sawClose()
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			c.fail(pe.Code, pe.Msg)
+		}
+		return 0, nil, err
+	}
+	return typ, msg, nil
+}
+
+func (c *Conn) readMessage(limit int) (MessageType, []byte, error) {
+	if err := c.idleWait(); err != nil {
+		return 0, nil, err
+	}
+	var msg []byte // allocated as frames arrive: exactly once for a one-frame message
+	var typ MessageType
+	tooBig := false
+	for {
+		h, err := c.readHeader()
+		if err != nil {
+			return 0, nil, err
+		}
+		if h.op >= opClose {
+			payload, err := c.readPayload(h, nil)
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := c.control(h.op, payload); err != nil {
+				return 0, nil, err
+			}
+			continue
+		}
+		switch {
+		case h.op == opContinuation && typ == 0:
+			return 0, nil, &ProtocolError{StatusProtocolError, "continuation frame without a message"}
+		case h.op != opContinuation && typ != 0:
+			return 0, nil, &ProtocolError{StatusProtocolError, "new message inside a fragmented one"}
+		case h.op == opText || h.op == opBinary:
+			typ = MessageType(h.op)
+		case h.op != opContinuation:
+			return 0, nil, &ProtocolError{StatusProtocolError, fmt.Sprintf("unknown opcode %d", h.op)}
+		}
+		if !tooBig && limit > 0 && int64(len(msg))+h.length > int64(limit) {
+			tooBig, msg = true, nil
+		}
+		if tooBig {
+			if _, err := c.br.Discard(int(h.length)); err != nil {
+				return 0, nil, c.readErr(err)
+			}
+		} else if msg, err = c.readPayload(h, msg); err != nil {
+			return 0, nil, err
+		}
+		if h.fin {
+			break
+		}
+	}
+	if tooBig {
+		return 0, nil, ErrTooBig
+	}
+	if typ == Text && !utf8.Valid(msg) {
+		return 0, nil, &ProtocolError{StatusInvalidPayload, "text message is not valid UTF-8"}
+	}
+	if msg == nil {
+		msg = []byte{}
+	}
+	return typ, msg, nil
+}
+
+type header struct {
+	fin    bool
+	op     byte
+	masked bool
+	key    [4]byte
+	length int64
+}
+
+func (c *Conn) readHeader() (header, error) {
+	var h header
+	b0, err := c.br.ReadByte()
+	if err != nil {
+		return h, c.readErr(err)
+	}
+	b1, err := c.br.ReadByte()
+	if err != nil {
+		return h, c.readErr(err)
+	}
+	h.fin = b0&0x80 != 0
+	h.op = b0 & 0x0f
+	h.masked = b1&0x80 != 0
+	if b0&0x70 != 0 {
+		return h, &ProtocolError{StatusProtocolError, "reserved bits set without a negotiated extension"}
+	}
+	if h.masked == c.client {
+		if c.client {
+			return h, &ProtocolError{StatusProtocolError, "masked frame from the server"}
+		}
+		return h, &ProtocolError{StatusProtocolError, "unmasked frame from the client"}
+	}
+	switch n := b1 & 0x7f; n {
+	case 126:
+		var b [2]byte
+		if _, err := io.ReadFull(c.br, b[:]); err != nil {
+			return h, c.readErr(err)
+		}
+		h.length = int64(binary.BigEndian.Uint16(b[:]))
+	case 127:
+		var b [8]byte
+		if _, err := io.ReadFull(c.br, b[:]); err != nil {
+			return h, c.readErr(err)
+		}
+		u := binary.BigEndian.Uint64(b[:])
+		if u>>63 != 0 {
+			return h, &ProtocolError{StatusProtocolError, "frame length has its most significant bit set"}
+		}
+		h.length = int64(u)
+	default:
+		h.length = int64(n)
+	}
+	if h.op >= opClose {
+		if !h.fin {
+			return h, &ProtocolError{StatusProtocolError, "fragmented control frame"}
+		}
+		if h.length > maxControlPayload {
+			return h, &ProtocolError{StatusProtocolError, "control frame longer than 125 bytes"}
+		}
+		if h.op > opPong {
+			return h, &ProtocolError{StatusProtocolError, fmt.Sprintf("unknown opcode %d", h.op)}
+		}
+	}
+	if h.masked {
+		if _, err := io.ReadFull(c.br, h.key[:]); err != nil {
+			return h, c.readErr(err)
+		}
+	}
+	return h, nil
+}
+
+// readPayload appends the frame's payload, unmasked, to dst.
+func (c *Conn) readPayload(h header, dst []byte) ([]byte, error) {
+	start := len(dst)
+	// Grow with what has arrived, not with what the header claims: a frame announcing an
+	// exabyte must not allocate one.
+	for left := h.length; left > 0; {
+		n := int(min(left, int64(max(64<<10, len(dst)-start))))
+		dst = grow(dst, n)
+		if _, err := io.ReadFull(c.br, dst[len(dst)-n:]); err != nil {
+			return nil, c.readErr(err)
+		}
+		left -= int64(n)
+	}
+	if h.masked {
+		mask(h.key, dst[start:])
+	}
+	return dst, nil
+}
+
+func (c *Conn) readErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %w", ErrClosed, io.ErrUnexpectedEOF)
+	}
+	if errors.Is(err, net.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// control handles a ping, pong or close frame.
+func (c *Conn) control(op byte, payload []byte) error {
+	switch op {
+	case opPing:
+		if err := c.writeFrames(opPong, [][]byte{payload}); err != nil && !errors.Is(err, ErrClosed) {
+			return err
+		}
+		return nil
+	case opPong:
+		return nil
+	}
+	ce := &CloseError{Code: StatusNoStatus}
+	switch {
+	case len(payload) == 1:
+		return &ProtocolError{StatusProtocolError, "close frame with a one-byte payload"}
+	case len(payload) >= 2:
+		ce.Code = int(binary.BigEndian.Uint16(payload))
+		if !validCloseCode(ce.Code) {
+			return &ProtocolError{StatusProtocolError, fmt.Sprintf("invalid close code %d", ce.Code)}
+		}
+		if !utf8.Valid(payload[2:]) {
+			return &ProtocolError{StatusInvalidPayload, "close reason is not valid UTF-8"}
+		}
+		ce.Reason = string(payload[2:])
+	}
+	// Answer the close (echoing its code) and end the connection: the peer sends nothing more.
+	code := ce.Code
+	if code == StatusNoStatus {
+		code = StatusNormal
+	}
+	c.sendClose(code, "")
+	c.sawClose()
+	c.shutdown()
+	return ce
+}
+
+func validCloseCode(code int) bool {
+	switch {
+	case code >= 3000 && code <= 4999:
+		return true
+	case code >= 1000 && code <= 1014:
+		return code != 1004 && code != 1005 && code != 1006
+	}
+	return false
+}
+
+func (c *Conn) sawClose() { c.closeOnce.Do(func() { close(c.gotClose) }) }
+
+func (c *Conn) shutdown() { c.shutOnce.Do(func() { c.rwc.Close() }) }
+
+// fail sends a close frame with code and reason and closes the connection.
+func (c *Conn) fail(code int, reason string) {
+	c.sendClose(code, reason)
+	c.shutdown()
+}
+
+// WriteMessages writes msgs as data messages of type typ, in order, with one write to the
+// connection.
+func (c *Conn) WriteMessages(typ MessageType, msgs ...[]byte) error {
+	return c.writeFrames(byte(typ), msgs)
+}
+
+// writeFrames writes one unfragmented frame per payload, then flushes once.
+func (c *Conn) writeFrames(op byte, payloads [][]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent {
+		return ErrClosed
+	}
+	return c.writeLocked(op, payloads)
+}
+
+func (c *Conn) writeLocked(op byte, payloads [][]byte) error {
+	if c.werr != nil {
+		return c.werr
+	}
+	n := 0
+	for _, p := range payloads {
+		n += 14 + len(p)
+	}
+	buf := getBuf(n)
+	for _, p := range payloads {
+		buf = c.appendFrame(buf, op, p)
+	}
+	_, err := c.rwc.Write(buf)
+	putBuf(buf)
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			err = ErrClosed
+		}
+		c.werr = err
+	}
+	return err
+}
+
+func (c *Conn) appendFrame(b []byte, op byte, p []byte) []byte {
+	b = append(b, 0x80|op)
+	var m byte
+	if c.client {
+		m = 0x80
+	}
+	switch n := len(p); {
+	case n <= 125:
+		b = append(b, m|byte(n))
+	case n <= 0xffff:
+		b = append(b, m|126, byte(n>>8), byte(n))
+	default:
+		b = append(b, m|127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	if !c.client {
+		return append(b, p...)
+	}
+	var key [4]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		panic("websocket: crypto/rand: " + err.Error())
+	}
+	b = append(b, key[:]...)
+	start := len(b)
+	b = append(b, p...)
+	mask(key, b[start:])
+	return b
+}
+
+// sendClose sends a close frame once; later calls do nothing.
+func (c *Conn) sendClose(code int, reason string) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent {
+		return
+	}
+	c.closeSent = true
+	reason = truncateUTF8(reason, maxCloseReason)
+	p := binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(reason)), uint16(code))
+	_ = c.writeLocked(opClose, [][]byte{append(p, reason...)})
+}
+
+// Close sends a close frame with code and reason (truncated to 123 bytes on a UTF-8 boundary),
+// waits up to CloseGrace for the peer's answering close frame, and closes the connection. A
+// concurrent ReadMessage returns the peer's *CloseError or ErrClosed.
+func (c *Conn) Close(code int, reason string) error {
+	c.sendClose(code, reason)
+	if c.rmu.TryLock() {
+		// No reader: read (and drop) what the peer still sends until its close frame.
+		c.takeReader()
+		t := time.AfterFunc(CloseGrace, c.shutdown)
+		for {
+			if _, err := c.readHeaderAndSkip(); err != nil {
+				break
+			}
+		}
+		t.Stop()
+		c.sawClose()
+		c.rmu.Unlock()
+	} else {
+		t := time.NewTimer(CloseGrace)
+		select {
+		case <-c.gotClose:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	c.shutdown()
+	return nil
+}
+
+// readHeaderAndSkip reads one frame during Close; a close frame (or any error) ends the loop.
+func (c *Conn) readHeaderAndSkip() (byte, error) {
+	h, err := c.readHeader()
+	if err != nil {
+		return 0, err
+	}
+	if h.op == opClose {
+		return opClose, ErrClosed
+	}
+	if _, err := c.br.Discard(int(h.length)); err != nil {
+		return 0, err
+	}
+	return h.op, nil
+}
+
+// ---- handshakes ----
+
+const acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+func acceptKey(key string) string {
+	h := sha1.Sum([]byte(key + acceptGUID))
+	return base64.StdEncoding.EncodeToString(h[:])
+}
+
+// AcceptOptions configure Accept.
+type AcceptOptions struct {
+	// OriginPatterns lists the hosts (path.Match patterns, case-insensitive; with "://" they
+	// match scheme://host) allowed to open a connection from a page of another origin. A
+	// request whose Origin host equals its Host is always allowed; one without Origin (not a
+	// browser) too.
+	OriginPatterns []string
+}
+
+// Accept completes the server handshake for r. On failure it has already answered the
+// request (400, 403, 426 or 500) and returns the reason.
+func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn, error) {
+	var o AcceptOptions
+	if opts != nil {
+		o = *opts
+	}
+	fail := func(code int, msg string) (*Conn, error) {
+		http.Error(w, msg, code)
+		return nil, errors.New("websocket: " + msg)
+	}
+	if r.ProtoMajor != 1 {
+		return fail(http.StatusBadRequest, "WebSocket needs HTTP/1.1")
+	}
+	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "websocket")
+		return fail(http.StatusUpgradeRequired, "a WebSocket upgrade request was expected")
+	}
+	if r.Method != http.MethodGet {
+		return fail(http.StatusMethodNotAllowed, "a WebSocket upgrade must be a GET")
+	}
+	if v := r.Header.Get("Sec-WebSocket-Version"); v != "13" {
+		w.Header().Set("Sec-WebSocket-Version", "13")
+		return fail(http.StatusBadRequest, fmt.Sprintf("unsupported Sec-WebSocket-Version %q", v))
+	}
+	key := r.Header.Get("Sec-WebSocket-Key")
+	if k, err := base64.StdEncoding.DecodeString(key); err != nil || len(k) != 16 {
+		return fail(http.StatusBadRequest, "invalid Sec-WebSocket-Key")
+	}
+	if err := checkOrigin(r, o.OriginPatterns); err != nil {
+		return fail(http.StatusForbidden, err.Error())
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return fail(http.StatusInternalServerError, "the response writer cannot be hijacked")
+	}
+	h := w.Header()
+	h.Set("Upgrade", "websocket")
+	h.Set("Connection", "Upgrade")
+	h.Set("Sec-WebSocket-Accept", acceptKey(key))
+	w.WriteHeader(http.StatusSwitchingProtocols)
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, fmt.Errorf("websocket: hijack: %w", err)
+	}
+	// The 101 is in brw's writer; flush it, then write frames straight to the connection.
+	if err := brw.Writer.Flush(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("websocket: writing the handshake: %w", err)
+	}
+	return newConn(conn, brw.Reader, false), nil
+}
+
+func checkOrigin(r *http.Request, patterns []string) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("request Origin %q is not a URL with a host", origin)
+	}
+	if strings.EqualFold(r.Host, u.Host) {
+		return nil
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		ok, err := path.Match(strings.ToLower(p), strings.ToLower(target))
+		if err != nil {
+			return fmt.Errorf("bad origin pattern %q: %w", p, err)
+		}
+		if ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("request Origin %q is not allowed for Host %q", u.Host, r.Host)
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// DialOptions configure Dial.
+type DialOptions struct {
+	// Header is sent with the upgrade request.
+	Header http.Header
+	// HTTPClient makes the upgrade request (its Timeout bounds the handshake only). Nil means
+	// http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Dial opens a client connection to rawURL (ws, wss, http or https). ctx bounds the
+// handshake; canceling it later does not affect the connection.
+func Dial(ctx context.Context, rawURL string, opts *DialOptions) (*Conn, error) {
+	var o DialOptions
+	if opts != nil {
+		o = *opts
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("websocket: %w", err)
+	}
+	switch u.Scheme {
+	case "ws":
+		u.Scheme = "http"
+	case "wss":
+		u.Scheme = "https"
+	case "http", "https":
+	default:
+		return nil, fmt.Errorf("websocket: unsupported URL scheme %q", u.Scheme)
+	}
+	hc := http.DefaultClient
+	if o.HTTPClient != nil {
+		hc = o.HTTPClient
+	}
+	client := *hc
+	if client.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, client.Timeout)
+		defer cancel()
+		client.Timeout = 0 // it would also bound the connection's life
+	}
+	var k [16]byte
+	if _, err := rand.Read(k[:]); err != nil {
+		return nil, fmt.Errorf("websocket: %w", err)
+	}
+	key := base64.StdEncoding.EncodeToString(k[:])
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("websocket: %w", err)
+	}
+	for name, vs := range o.Header {
+		req.Header[name] = append([]string(nil), vs...)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("websocket: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		return nil, fmt.Errorf("websocket: the server answered %s, not 101 Switching Protocols: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	rwc, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		resp.Body.Close()
+		return nil, errors.New("websocket: the HTTP client's response body is not writable (a custom RoundTripper?)")
+	}
+	if !headerHasToken(resp.Header, "Upgrade", "websocket") || !headerHasToken(resp.Header, "Connection", "upgrade") {
+		rwc.Close()
+		return nil, errors.New("websocket: the server's 101 lacks Upgrade: websocket / Connection: Upgrade")
+	}
+	if resp.Header.Get("Sec-WebSocket-Accept") != acceptKey(key) {
+		rwc.Close()
+		return nil, errors.New("websocket: the server's Sec-WebSocket-Accept does not match the key")
+	}
+	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); ext != "" {
+		rwc.Close()
+		return nil, fmt.Errorf("websocket: the server chose extensions %q that were not offered", ext)
+	}
+	return newConn(rwc, nil, true), nil
+}
+
+// ---- helpers ----
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// mask XORs b with the masking key (RFC 6455 §5.3).
+func mask(key [4]byte, b []byte) {
+	k := key
+	k8 := uint64(binary.LittleEndian.Uint32(k[:]))
+	k8 |= k8 << 32
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:])^k8)
+	}
+	for ; i < len(b); i++ {
+		b[i] ^= k[i&3]
+	}
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b[:len(b)+n]
+	}
+	nb := make([]byte, len(b)+n, max(2*cap(b), len(b)+n))
+	copy(nb, b)
+	return nb
+}
+
+// Write buffers are pooled: an idle connection holds none.
+var bufPool sync.Pool
+
+const maxPooledBuf = 64 << 10
+
+func getBuf(n int) []byte {
+	if n <= maxPooledBuf {
+		if b, ok := bufPool.Get().(*[]byte); ok {
+			return (*b)[:0]
+		}
+		return make([]byte, 0, maxPooledBuf)
+	}
+	return make([]byte, 0, n)
+}
+
+func putBuf(b []byte) {
+	if cap(b) == maxPooledBuf {
+		b = b[:0]
+		bufPool.Put(&b)
+	}
+}

@@ -1,0 +1,411 @@
+package ws
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echoServer accepts WebSockets and echoes each message; got receives the error that ended
+// each connection's read loop.
+func echoServer(t *testing.T, opts *AcceptOptions, limit int) (*httptest.Server, chan error) {
+	t.Helper()
+	got := make(chan error, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(w, r, opts)
+		if err != nil {
+			return
+		}
+		for {
+			typ, msg, err := c.ReadMessage(limit)
+			if errors.Is(err, ErrTooBig) {
+				if err := c.WriteMessages(Text, []byte("too big")); err != nil {
+					got <- err
+					return
+				}
+				continue
+			}
+			if err != nil {
+				got <- err
+				return
+			}
+			if err := c.WriteMessages(typ, msg); err != nil {
+				got <- err
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func wsURL(s *httptest.Server) string { return "ws" + strings.TrimPrefix(s.URL, "http") }
+
+func dial(t *testing.T, url string) *Conn {
+	t.Helper()
+	c, err := Dial(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.shutdown() })
+	return c
+}
+
+func TestEchoSizes(t *testing.T) {
+	srv, _ := echoServer(t, nil, 0)
+	c := dial(t, wsURL(srv))
+	for _, n := range []int{0, 1, 125, 126, 127, 65535, 65536, 1 << 20} {
+		msg := bytes.Repeat([]byte("abcdefg"), n/7+1)[:n]
+		if err := c.WriteMessages(Text, msg); err != nil {
+			t.Fatal(err)
+		}
+		typ, got, err := c.ReadMessage(0)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if typ != Text || !bytes.Equal(got, msg) {
+			t.Fatalf("%d bytes: got type %d, %d bytes", n, typ, len(got))
+		}
+	}
+}
+
+func TestBatchIsOneWrite(t *testing.T) {
+	srv, _ := echoServer(t, nil, 0)
+	c := dial(t, wsURL(srv))
+	var msgs [][]byte
+	for i := range 50 {
+		msgs = append(msgs, []byte(strings.Repeat("x", i*40)))
+	}
+	cw := &countingWriter{ReadWriteCloser: c.rwc}
+	c.rwc = cw
+	if err := c.WriteMessages(Binary, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if cw.writes != 1 {
+		t.Errorf("%d writes for a batch of %d messages, want 1", cw.writes, len(msgs))
+	}
+	for i, want := range msgs {
+		typ, got, err := c.ReadMessage(0)
+		if err != nil || typ != Binary || !bytes.Equal(got, want) {
+			t.Fatalf("message %d: type %d, %d bytes, %v", i, typ, len(got), err)
+		}
+	}
+}
+
+type countingWriter struct {
+	io.ReadWriteCloser
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.ReadWriteCloser.Write(p)
+}
+
+func TestTooBigKeepsConnection(t *testing.T) {
+	srv, _ := echoServer(t, nil, 1000)
+	c := dial(t, wsURL(srv))
+	if err := c.WriteMessages(Text, bytes.Repeat([]byte("a"), 5000), []byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"too big", "small"} {
+		_, got, err := c.ReadMessage(0)
+		if err != nil || string(got) != want {
+			t.Fatalf("got %q, %v; want %q", got, err, want)
+		}
+	}
+}
+
+// rawClient opens a TCP connection, does the handshake by hand and returns it, to send frames
+// a well-behaved client never would.
+func rawClient(t *testing.T, srv *httptest.Server) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
+		t.Fatalf("handshake: %s %v", resp.Status, resp.Header)
+	}
+	return conn, br
+}
+
+// frame builds a client frame: fin, opcode, masked with a fixed key.
+func frame(fin bool, op byte, payload []byte, masked bool) []byte {
+	b0 := op
+	if fin {
+		b0 |= 0x80
+	}
+	c := &Conn{client: masked}
+	b := c.appendFrame(nil, op, payload)
+	b[0] = b0
+	return b
+}
+
+// readFrame reads one server frame: opcode and payload.
+func readFrame(t *testing.T, br *bufio.Reader) (byte, []byte) {
+	t.Helper()
+	c := &Conn{br: br, client: true}
+	h, err := c.readHeader()
+	if err != nil {
+		t.Fatalf("reading a frame: %v", err)
+	}
+	p, err := c.readPayload(h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.op, p
+}
+
+func TestFragmentsAndPing(t *testing.T) {
+	srv, _ := echoServer(t, nil, 0)
+	conn, br := rawClient(t, srv)
+	conn.Write(frame(false, opText, []byte("hel"), true))
+	conn.Write(frame(true, opPing, []byte("p1"), true))
+	conn.Write(frame(false, opContinuation, []byte("lo "), true))
+	conn.Write(frame(true, opContinuation, []byte("wörld"), true))
+	op, p := readFrame(t, br)
+	if op != opPong || string(p) != "p1" {
+		t.Fatalf("got op %d %q, want the pong", op, p)
+	}
+	op, p = readFrame(t, br)
+	if op != opText || string(p) != "hello wörld" {
+		t.Fatalf("got op %d %q", op, p)
+	}
+}
+
+func TestProtocolViolations(t *testing.T) {
+	cases := []struct {
+		name  string
+		send  []byte
+		code  int
+		error string
+	}{
+		{"unmasked", frame(true, opText, []byte("hi"), false), StatusProtocolError, "unmasked"},
+		{"reserved bits", func() []byte { f := frame(true, opText, []byte("hi"), true); f[0] |= 0x40; return f }(), StatusProtocolError, "reserved"},
+		{"long control", frame(true, opPing, bytes.Repeat([]byte("p"), 126), true), StatusProtocolError, "125"},
+		{"fragmented control", frame(false, opPing, []byte("p"), true), StatusProtocolError, "fragmented control"},
+		{"bad utf8", frame(true, opText, []byte{0xff, 0xfe}, true), StatusInvalidPayload, "UTF-8"},
+		{"orphan continuation", frame(true, opContinuation, []byte("x"), true), StatusProtocolError, "continuation"},
+		{"unknown opcode", frame(true, 3, []byte("x"), true), StatusProtocolError, "opcode"},
+		{"interleaved message", append(frame(false, opText, []byte("a"), true), frame(true, opText, []byte("b"), true)...), StatusProtocolError, "inside"},
+		{"bad close code", frame(true, opClose, []byte{0x03, 0xe7}, true), StatusProtocolError, "close code 999"},
+		{"one-byte close", frame(true, opClose, []byte{3}, true), StatusProtocolError, "one-byte"},
+		{"huge length", []byte{0x81, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0}, StatusProtocolError, "significant bit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, got := echoServer(t, nil, 0)
+			conn, br := rawClient(t, srv)
+			conn.Write(tc.send)
+			op, p := readFrame(t, br)
+			if op != opClose || len(p) < 2 || int(binary.BigEndian.Uint16(p)) != tc.code {
+				t.Fatalf("got op %d %q, want close %d", op, p, tc.code)
+			}
+			err := <-got
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || !strings.Contains(pe.Error(), tc.error) {
+				t.Fatalf("server read error %v, want a protocol error about %q", err, tc.error)
+			}
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatal("the server kept the connection open after failing it")
+			}
+		})
+	}
+}
+
+func TestCloseHandshake(t *testing.T) {
+	reason := strings.Repeat("é", 100) // 200 bytes: truncated to 122 (no split rune)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		go func() {
+			for {
+				if _, _, err := c.ReadMessage(0); err != nil {
+					return
+				}
+			}
+		}()
+		c.Close(3000, reason)
+	}))
+	defer srv.Close()
+	c := dial(t, wsURL(srv))
+	_, _, err := c.ReadMessage(0)
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != 3000 || ce.Reason != strings.Repeat("é", 61) {
+		t.Fatalf("got %v, want close 3000 with the reason truncated to 122 bytes", err)
+	}
+	if err := c.WriteMessages(Text, []byte("late")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("write after close: %v, want ErrClosed", err)
+	}
+}
+
+func TestCloseWithoutReader(t *testing.T) {
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		done <- c.Close(StatusNormal, "bye")
+	}))
+	defer srv.Close()
+	c := dial(t, wsURL(srv))
+	c.WriteMessages(Text, []byte("unread")) // the server's Close reads past it
+	_, _, err := c.ReadMessage(0)
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != StatusNormal || ce.Reason != "bye" {
+		t.Fatalf("got %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(CloseGrace / 2):
+		t.Fatal("Close waited for its grace period although the peer answered")
+	}
+}
+
+func TestHandshakeErrors(t *testing.T) {
+	srv, _ := echoServer(t, &AcceptOptions{OriginPatterns: []string{"*.example.com", "https://app.test"}}, 0)
+	cases := []struct {
+		name   string
+		method string
+		header map[string]string
+		status int
+	}{
+		{"not an upgrade", "GET", map[string]string{"Connection": "keep-alive"}, http.StatusUpgradeRequired},
+		{"post", "POST", nil, http.StatusMethodNotAllowed},
+		{"version", "GET", map[string]string{"Sec-WebSocket-Version": "8"}, http.StatusBadRequest},
+		{"bad key", "GET", map[string]string{"Sec-WebSocket-Key": "short"}, http.StatusBadRequest},
+		{"foreign origin", "GET", map[string]string{"Origin": "https://evil.test"}, http.StatusForbidden},
+		{"scheme-bound pattern, other scheme", "GET", map[string]string{"Origin": "http://app.test"}, http.StatusForbidden},
+		{"allowed pattern", "GET", map[string]string{"Origin": "https://a.example.com"}, http.StatusSwitchingProtocols},
+		{"scheme-bound pattern", "GET", map[string]string{"Origin": "https://app.test"}, http.StatusSwitchingProtocols},
+		{"same origin", "GET", map[string]string{"Origin": srv.URL}, http.StatusSwitchingProtocols},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL, nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+			req.Header.Set("Sec-WebSocket-Version", "13")
+			req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no sockets here", http.StatusNotFound)
+	}))
+	defer plain.Close()
+	if _, err := Dial(t.Context(), wsURL(plain), nil); err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "no sockets here") {
+		t.Fatalf("got %v, want the 404 and its body", err)
+	}
+	if _, err := Dial(t.Context(), "ftp://x", nil); err == nil || !strings.Contains(err.Error(), "scheme") {
+		t.Fatalf("got %v", err)
+	}
+	wrongKey := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Sec-WebSocket-Accept", "bm9wZQ==")
+		w.WriteHeader(http.StatusSwitchingProtocols)
+	}))
+	defer wrongKey.Close()
+	if _, err := Dial(t.Context(), wsURL(wrongKey), nil); err == nil || !strings.Contains(err.Error(), "Accept") {
+		t.Fatalf("got %v, want a Sec-WebSocket-Accept mismatch", err)
+	}
+}
+
+// The dial context and the HTTP client's timeout bound the handshake, not the connection.
+func TestDialContextOnlyBoundsHandshake(t *testing.T) {
+	srv, _ := echoServer(t, nil, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	hc := &http.Client{Timeout: 20 * time.Millisecond}
+	c, err := Dial(ctx, wsURL(srv), &DialOptions{HTTPClient: hc, Header: http.Header{"X-Test": {"1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.shutdown()
+	cancel()
+	time.Sleep(3 * hc.Timeout)
+	if err := c.WriteMessages(Text, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := c.ReadMessage(0); err != nil || string(got) != "still here" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestMask(t *testing.T) {
+	key := [4]byte{1, 2, 3, 4}
+	for n := range 40 {
+		b := bytes.Repeat([]byte{0xAA}, n)
+		mask(key, b)
+		for i := range b {
+			if b[i] != 0xAA^key[i%4] {
+				t.Fatalf("n=%d i=%d: %x", n, i, b[i])
+			}
+		}
+	}
+}
+
+// FuzzReadMessage feeds arbitrary bytes to a server-side reader: it must return a message or an
+// error, never panic or allocate past its limit.
+func FuzzReadMessage(f *testing.F) {
+	f.Add(frame(true, opText, []byte("hello"), true))
+	f.Add(append(frame(false, opText, []byte("a"), true), frame(true, opContinuation, []byte("b"), true)...))
+	f.Add(frame(true, opPing, []byte("p"), true))
+	f.Add(frame(true, opClose, []byte{3, 232, 'x'}, true))
+	f.Add([]byte{0x81, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := newConn(&fuzzConn{r: bytes.NewReader(data)}, nil, false)
+		for range 10 {
+			_, msg, err := c.ReadMessage(4096)
+			if err != nil && !errors.Is(err, ErrTooBig) {
+				return
+			}
+			if len(msg) > 4096 {
+				t.Fatalf("message of %d bytes passed a 4096-byte limit", len(msg))
+			}
+		}
+	})
+}
+
+type fuzzConn struct {
+	r *bytes.Reader
+}
+
+func (c *fuzzConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c *fuzzConn) Write(p []byte) (int, error) { return len(p), nil }
+func (c *fuzzConn) Close() error                { return nil }
