@@ -146,10 +146,7 @@ func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main an
 	// The read loop gets a goroutine of its own and the handler returns: net/http then drops
 	// the request, the response and the deep stack of its connection goroutine, which an idle
 	// session would otherwise keep for its whole life.
-	go func() {
-		defer h.untrack(s)
-		s.serve()
-	}()
+	s.serveAsync(func() { h.untrack(s) })
 }
 
 func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
@@ -274,7 +271,12 @@ type wsTransport struct {
 	max int
 }
 
+// wsIdleAfter is how long a WebSocket session waits for a message before its read loop moves to
+// a fresh goroutine (see errTransportIdle). A variable for tests.
+var wsIdleAfter = time.Second
+
 func newWSTransport(c *ws.Conn, maxMessage int) *wsTransport {
+	c.IdleAfter = wsIdleAfter
 	return &wsTransport{c: c, max: maxMessage}
 }
 
@@ -288,11 +290,16 @@ func (t *wsTransport) SendBatch(_ context.Context, msgs [][]byte) error {
 	return t.c.WriteMessages(ws.Text, msgs...)
 }
 
+// WaitReadable makes the transport an idleWaiter.
+func (t *wsTransport) WaitReadable() { t.c.WaitReadable() }
+
 func (t *wsTransport) Receive(context.Context) ([]byte, error) {
 	// The limit is ours to enforce, so that the peer gets an abort saying why.
 	typ, msg, err := t.c.ReadMessage(t.max)
 	var ce *ws.CloseError
 	switch {
+	case err == ws.ErrIdle:
+		return nil, errTransportIdle
 	case errors.Is(err, ws.ErrTooBig):
 		return nil, typeErrorf("Incoming message exceeds maximum size of %d bytes.", t.max)
 	case errors.As(err, &ce):

@@ -138,6 +138,9 @@ type Session struct {
 	targets      map[any]*targetRef
 
 	mainStub *Stub
+	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
+
+	readResumes atomic.Int32 // times the read loop moved to a fresh goroutine (tests)
 }
 
 type batchMode int
@@ -282,12 +285,54 @@ func (s *Session) serve() {
 	s.wg.Wait()
 }
 
+// serveAsync runs the read loop in a goroutine of its own and calls onEnd once the session and
+// all its goroutines have finished.
+func (s *Session) serveAsync(onEnd func()) {
+	s.onEnd = onEnd
+	s.wg.Add(1)
+	go s.readLoop()
+}
+
+// errTransportIdle is returned by a transport's Receive when nothing arrived for a while; the
+// read loop then goes on in a fresh goroutine, so that the stack it grew while handling
+// messages is freed and an idle session costs a small one.
+var errTransportIdle = errors.New("capnweb: transport idle")
+
+// idleWaiter is a transport that can wait for input without a read buffer and with little stack
+// (see errTransportIdle).
+type idleWaiter interface {
+	WaitReadable()
+}
+
+// resumeRead is the read loop of a session that was idle: it waits in a shallow frame, so its
+// fresh goroutine's stack stays at the minimum until a message arrives.
+func (s *Session) resumeRead() {
+	s.readResumes.Add(1)
+	if w, ok := s.t.(idleWaiter); ok {
+		w.WaitReadable()
+	}
+	s.readLoop()
+}
+
 func (s *Session) readLoop() {
-	defer s.wg.Done()
+	restart := false
+	defer func() {
+		s.wg.Done()
+		if !restart && s.onEnd != nil {
+			s.wg.Wait()
+			s.onEnd()
+		}
+	}()
 	for {
 		// Not s.ctx: the write loop may still have an abort message to send after the session
 		// ended. Closing the transport ends the read.
 		msg, err := s.t.Receive(s.tctx)
+		if err == errTransportIdle {
+			restart = true
+			s.wg.Add(1)
+			go s.resumeRead()
+			return
+		}
 		if err != nil {
 			var ae *abortError
 			switch {

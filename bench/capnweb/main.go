@@ -62,7 +62,7 @@ func main() {
 	servers := flag.String("servers", strings.Join(serverNames, ","), "servers to start and measure")
 	dur := flag.Duration("time", 0, "length of each measurement (default 2s, 250ms with -quick)")
 	warm := flag.Duration("warm", 0, "warm-up before each measurement (default 500ms, 100ms with -quick)")
-	idleN := flag.Int("idle", 200, "idle sessions opened per server for the memory measurement")
+	idleN := flag.Int("idle", 2000, "idle sessions opened per server for the memory measurement")
 	rounds := flag.Int("rounds", 0, "alternating rounds each measurement is split into (default 4, 1 with -quick)")
 	flag.Parse()
 

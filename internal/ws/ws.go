@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -92,6 +93,11 @@ type ProtocolError struct {
 
 func (e *ProtocolError) Error() string { return "websocket: " + e.Msg }
 
+// ErrIdle is returned by ReadMessage when IdleAfter passed with nothing to read. The connection
+// is unaffected: call ReadMessage again (typically from a fresh goroutine, whose stack starts
+// small again).
+var ErrIdle = errors.New("websocket: idle")
+
 // ErrTooBig is returned by ReadMessage for a message over its limit.
 var ErrTooBig = errors.New("websocket: message exceeds the read limit")
 
@@ -104,6 +110,11 @@ type Conn struct {
 	rwc    io.ReadWriteCloser
 	br     *bufio.Reader
 	client bool // mask outgoing frames; expect unmasked incoming ones
+
+	// IdleAfter, when positive, makes ReadMessage return ErrIdle after waiting that long for a
+	// message to start. It only applies where the read buffer is given back while idle (Linux,
+	// plain TCP). Set it before the first ReadMessage.
+	IdleAfter time.Duration
 
 	rmu sync.Mutex      // held by the reader for the length of ReadMessage
 	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
@@ -148,20 +159,50 @@ func (c *Conn) idleWait() error {
 		}
 		c.dropReader()
 	}
+	nc, timed := c.rwc.(net.Conn)
+	timed = timed && c.IdleAfter > 0
+	if timed {
+		nc.SetReadDeadline(time.Now().Add(c.IdleAfter))
+	}
 	var perr error
 	err := c.raw.Read(func(fd uintptr) bool {
 		ready, err := peek(fd)
 		perr = err
 		return ready || err != nil
 	})
+	if timed {
+		nc.SetReadDeadline(time.Time{})
+	}
 	if err == nil {
 		err = perr
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrIdle
 	}
 	if err != nil {
 		return c.readErr(err)
 	}
 	c.takeReader()
 	return nil
+}
+
+// WaitReadable blocks until the peer has sent something (or the connection ended), holding no
+// read buffer and using little stack: the caller then calls ReadMessage. Where the socket
+// cannot be watched (see IdleAfter) it returns at once.
+func (c *Conn) WaitReadable() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.raw == nil || c.br != nil && c.br.Buffered() > 0 {
+		return
+	}
+	if c.br != nil {
+		c.dropReader()
+	}
+	// An error is ReadMessage's to report.
+	_ = c.raw.Read(func(fd uintptr) bool {
+		ready, err := peek(fd)
+		return ready || err != nil
+	})
 }
 
 // takeReader makes sure c.br is set.
@@ -189,6 +230,9 @@ func (c *Conn) ReadMessage(limit int) (MessageType, []byte, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	typ, msg, err := c.readMessage(limit)
+	if err == ErrIdle {
+		return 0, nil, err
+	}
 	if err != nil {
 		c.sawClose()
 		var pe *ProtocolError

@@ -409,3 +409,36 @@ type fuzzConn struct {
 func (c *fuzzConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
 func (c *fuzzConn) Write(p []byte) (int, error) { return len(p), nil }
 func (c *fuzzConn) Close() error                { return nil }
+
+// With IdleAfter, ReadMessage gives up after that long with ErrIdle, and the connection goes on
+// working; WaitReadable returns once something arrives.
+func TestIdleAndWaitReadable(t *testing.T) {
+	accepted := make(chan *Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		accepted <- c
+	}))
+	defer srv.Close()
+	c := dial(t, wsURL(srv))
+	s := <-accepted
+	defer s.shutdown()
+	if s.raw == nil {
+		t.Skip("no socket readiness on this platform")
+	}
+	s.IdleAfter = 10 * time.Millisecond
+	if _, _, err := s.ReadMessage(0); err != ErrIdle {
+		t.Fatalf("got %v, want ErrIdle", err)
+	}
+	if s.br != nil {
+		t.Error("an idle connection still holds its read buffer")
+	}
+	go c.WriteMessages(Text, []byte("after idle"))
+	s.WaitReadable()
+	s.IdleAfter = 0
+	if _, got, err := s.ReadMessage(0); err != nil || string(got) != "after idle" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
