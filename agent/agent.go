@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -30,8 +31,14 @@ type Options struct {
 	// Store keeps the observation log and beliefs; nil means NewMemoryStore(). New loads what
 	// the store holds under the agent's name.
 	Store Store
-	// Tools are the capabilities rules may call; nil means none.
+	// Tools are the capabilities rules, and the model, may call; nil means none.
 	Tools map[string]Tool
+	// ToolHelp describes tools to the model, by name; a tool without one is described by its
+	// name. Nil means none.
+	ToolHelp map[string]string
+	// Model is the language model the Consult action asks; nil means none (Consult then
+	// reports "no-model", and rules go on without it).
+	Model Model
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Mailbox is the mailbox capacity; zero means 64.
@@ -136,6 +143,8 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	for k, t := range opts.Tools {
 		m.tools[k] = t
 	}
+	m.toolHelp = maps.Clone(opts.ToolHelp)
+	m.model, m.hasModel = opts.Model, opts.Model != nil
 	size := opts.Mailbox
 	if size <= 0 {
 		size = 64
@@ -242,13 +251,13 @@ func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
 	err := c.save(ctx, before)
 	status := "completed"
 	switch {
-	case err != nil:
+	case err != nil, run.Failure != "":
 		status = "failed"
 	case run.Question != "":
 		status = "input-required"
 	}
 	c.mind.record(&run, Entry{Kind: EntryEnd, Text: "run " + o.ID + " ended", Result: map[string]string{
-		"status": status, "observation": o.ID, "policy": strconv.Itoa(run.Policy), "reply": run.Reply, "question": run.Question}})
+		"status": status, "observation": o.ID, "policy": strconv.Itoa(run.Policy), "reply": run.Reply, "question": run.Question, "failure": run.Failure}})
 	return run, err
 }
 

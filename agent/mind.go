@@ -27,6 +27,8 @@ const (
 	EntryStep EntryKind = "step"
 	// EntryEnd ends the run.
 	EntryEnd EntryKind = "end"
+	// EntryText is a fragment of a model's answer, as it streams in.
+	EntryText EntryKind = "text"
 )
 
 // Entry is one item of a run's working log.
@@ -50,6 +52,9 @@ type Run struct {
 	Reply string
 	// Question is set when the agent asks for input.
 	Question string
+	// Failure, when set, says why the run failed (a model that did not answer); it is meant
+	// for the sender and holds no internal detail (that is in the log's thoughts).
+	Failure string
 }
 
 // Tool is a capability an agent's rules may call. Its result comes back as an observation.
@@ -66,6 +71,9 @@ type mind struct {
 	now        func() time.Time
 	pending    map[string]string // task -> subject of the open question
 	tools      map[string]Tool   // nil in a replay: calls are logged, not made
+	toolHelp   map[string]string // tool descriptions for a model
+	model      Model             // nil: Consult answers "no-model"
+	hasModel   bool              // a model is configured (kept in a replay, which has none)
 	emit       func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
 	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
 	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
@@ -115,7 +123,8 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		goals := m.mem.openGoals()
 		vars["goals"] = goals
 		vars["state"] = map[string]int64{"observations": int64(len(m.mem.log)), "working": int64(len(m.mem.working)),
-			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired)}
+			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired),
+			"model": boolInt(m.hasModel)}
 		out, _, err := r.when.Eval(vars)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
@@ -149,7 +158,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		m.record(run,
 			Entry{Kind: EntryThought, Rule: r.Name, Text: "rule " + r.Name + " matched: " + r.Reason},
 			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})
-		res, follow := m.act(ctx, r, o, params, run)
+		res, follow := m.act(ctx, r, o, params, run, depth)
 		setLast(last, res)
 		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
 		switch r.Action {
@@ -194,6 +203,13 @@ func setLast(last, res map[string]string) {
 	}
 }
 
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func nonNil(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}
@@ -217,7 +233,7 @@ func joinLine(a, b string) string {
 
 // act performs one action. It returns the result and, for a tool call, the observation of the
 // tool's answer to integrate next.
-func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run) (map[string]string, *Observation) {
+func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run, depth int) (map[string]string, *Observation) {
 	res := map[string]string{"action": string(r.Action), "subject": p["subject"], "value": p["value"]}
 	reason := r.Reason
 	if p["reason"] != "" {
@@ -272,6 +288,8 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 		res["status"], res["result"] = "asked", p["text"]
 	case CallTool:
 		return m.call(ctx, o, p["tool"], p["input"], res)
+	case Consult:
+		return m.consult(ctx, r, o, p, run, depth), nil
 	case Adopt, Achieve, Drop:
 		res["subject"], res["status"] = p["goal"], m.goal(r, reason, o, p["goal"])
 	}
@@ -296,7 +314,7 @@ func (m *mind) call(ctx context.Context, o Observation, name, input string, res 
 	}
 	res["status"], res["result"] = "done", out
 	follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: name}, Context: o.Context,
-		Text: out, Data: map[string]string{"call": o.ID, "input": input}})
+		Text: out, Data: map[string]string{"call": o.ID, "input": input, "tool": name}})
 	return res, &follow
 }
 
