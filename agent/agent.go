@@ -103,6 +103,14 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	if mem.goals, err = st.Goals(ctx, name); err != nil {
 		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
 	}
+	work, err := st.Working(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
+	for _, n := range work.Notes {
+		n.key = subjectKey(n.Subject) + "\x00" + subjectKey(n.Value)
+		mem.working = append(mem.working, n)
+	}
 	hist, cur, err := st.Policies(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
@@ -138,6 +146,7 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: loading %s: no policy version %d", name, cur)
 	}
 	m := newMind(name, mem, c.versions[c.current], now)
+	maps.Copy(m.pending, work.Pending)
 	c.mind = m
 	m.tools = map[string]Tool{}
 	for k, t := range opts.Tools {
@@ -336,6 +345,12 @@ func (c *core) save(ctx context.Context, from int) error {
 		}
 	}
 	c.mind.dirtyGoals = c.mind.dirtyGoals[:0]
+	if c.mind.workDirty {
+		if err := c.store.SaveWorking(ctx, name, c.mind.workingState()); err != nil {
+			return fmt.Errorf("agent: saving the working state: %w", err)
+		}
+		c.mind.workDirty = false
+	}
 	return nil
 }
 

@@ -77,6 +77,7 @@ type mind struct {
 	emit       func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
 	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
 	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
+	workDirty  bool              // working memory or pending changed since the last save
 	nextSeq    int64
 }
 
@@ -106,11 +107,13 @@ func (m *mind) integrate(ctx context.Context, o Observation, run *Run) error {
 }
 
 func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, depth int) error {
-	lim := m.pol.src.Limits
-	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	m.trimWorking()
 	cmd, args := splitCommand(o.Text)
-	pending := m.pending[o.Context.Task]
-	delete(m.pending, o.Context.Task)
+	pending, ok := m.pending[o.Context.Task]
+	if ok {
+		delete(m.pending, o.Context.Task)
+		m.workDirty = true
+	}
 	last := map[string]string{}
 	setLast(last, nil)
 	vars := map[string]any{
@@ -180,6 +183,21 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		}
 	}
 	return firstErr
+}
+
+// trimWorking applies the working-memory limits.
+func (m *mind) trimWorking() {
+	lim := m.pol.src.Limits
+	n := len(m.mem.working)
+	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	if len(m.mem.working) != n {
+		m.workDirty = true
+	}
+}
+
+// workingState is a copy of the working state, to save.
+func (m *mind) workingState() WorkingState {
+	return WorkingState{Notes: m.mem.working, Pending: m.pending}.clone()
 }
 
 // record appends entries to the run's log, showing each to emit.
@@ -285,6 +303,7 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 		res["status"], res["result"] = "sent", p["text"]
 	case AskInput:
 		m.pending[o.Context.Task] = p["subject"]
+		m.workDirty = true
 		res["status"], res["result"] = "asked", p["text"]
 	case CallTool:
 		return m.call(ctx, o, p["tool"], p["input"], res)
@@ -388,6 +407,7 @@ func (m *mind) demote(b *Belief, o Observation, reason string) {
 
 // note adds to working memory; a note used PromoteAfter times is promoted.
 func (m *mind) note(rule string, o Observation, subject, value string) string {
+	m.workDirty = true
 	key := subjectKey(subject) + "\x00" + subjectKey(value)
 	for i := range m.mem.working {
 		n := &m.mem.working[i]
@@ -403,8 +423,7 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 		}
 	}
 	m.mem.working = append(m.mem.working, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
-	lim := m.pol.src.Limits
-	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	m.trimWorking()
 	return "noted"
 }
 
@@ -413,6 +432,7 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 func (m *mind) promote(rule, reason string, o Observation, i int) (status, previous string) {
 	n := m.mem.working[i]
 	m.mem.working = append(m.mem.working[:i], m.mem.working[i+1:]...)
+	m.workDirty = true
 	cur, ok := m.mem.belief(n.Subject)
 	switch {
 	case ok && sameValue(cur.Value, n.Value):
