@@ -76,6 +76,29 @@ func llmAgent(t *testing.T, model agent.Model) *agent.Agent {
 	return a
 }
 
+// serve serves a on every binding (internal/a2atest) and returns a function that streams a
+// message to it over binding b and returns the events.
+func serve(t *testing.T, a *agent.Agent, b client.Binding) func(text string) []a2a.Event {
+	t.Helper()
+	srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(a)})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard only
+	t.Cleanup(cancel)
+	c, err := client.New(ctx, srv.URL, &client.Options{Binding: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return func(text string) []a2a.Event {
+		t.Helper()
+		evs, err := a2atest.Collect(c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
+			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+}
+
 // The whole LLM path through the engine and two bindings: the model streams a tool call (its
 // arguments split over chunks), gets the tool's result in its next request, and streams the
 // answer; the A2A events follow the agent's working log in order.
@@ -89,19 +112,7 @@ func TestLLMAgentEndToEnd(t *testing.T) {
 				events(textChunk("The sky "), textChunk("is blue.")),
 			}}
 			a := llmAgent(t, llm.New(s.start(t), "tiny", nil))
-			srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(a)})
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard only
-			defer cancel()
-			c, err := client.New(ctx, srv.URL, &client.Options{Binding: b})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Destroy() })
-			evs, err := a2atest.Collect(c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
-				Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("what colour is the sky?"))}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			evs := serve(t, a, b)("what colour is the sky?")
 			var got []string
 			for _, ev := range evs {
 				got = append(got, describe(ev))
@@ -144,7 +155,7 @@ func TestLLMAgentEndToEnd(t *testing.T) {
 				t.Errorf("the second request's tool exchange (-want +got):\n%s", diff)
 			}
 			// The answer and the tool result are observations; the model wrote no belief.
-			v, err := a.View(ctx)
+			v, err := a.View(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,19 +183,7 @@ func TestLLMAgentFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			a := llmAgent(t, llm.New(tt.s.start(t), "tiny", tt.opts))
-			srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(a)})
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard only
-			defer cancel()
-			c, err := client.New(ctx, srv.URL, &client.Options{Binding: client.BindingJSONRPC})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Destroy() })
-			evs, err := a2atest.Collect(c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
-				Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("what colour is the sky?"))}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			evs := serve(t, a, client.BindingJSONRPC)("what colour is the sky?")
 			last := describe(evs[len(evs)-1])
 			if want := "status TASK_STATE_FAILED end: I could not get an answer from my language model."; last != want {
 				t.Errorf("last event = %q, want %q", last, want)
@@ -196,24 +195,12 @@ func TestLLMAgentFailures(t *testing.T) {
 // The same agent with no model answers through its rules alone.
 func TestRuleOnlyAgentEndToEnd(t *testing.T) {
 	t.Parallel()
-	a := llmAgent(t, nil)
-	srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(a)})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard only
-	defer cancel()
-	c, err := client.New(ctx, srv.URL, &client.Options{Binding: client.BindingCapnweb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Destroy() })
+	send := serve(t, llmAgent(t, nil), client.BindingCapnweb)
 	for in, want := range map[string]string{
 		"what do you know about the sea": "I know: the sea is green (confidence 0.90).",
 		"what colour is the sky?":        "With a language model configured, I answer anything else with it.",
 	} {
-		evs, err := a2atest.Collect(c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{
-			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(in))}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := send(in)
 		last := describe(evs[len(evs)-1])
 		if !strings.HasPrefix(last, "status TASK_STATE_COMPLETED end: ") || !strings.Contains(last, want) {
 			t.Errorf("%q: last event = %q, want completed with %q", in, last, want)
