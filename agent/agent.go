@@ -52,6 +52,7 @@ type Agent struct {
 	quit    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	stop    context.CancelCauseFunc // ends the agent's lifetime context (mind.life)
 }
 
 // core is the state the agent's goroutine owns.
@@ -159,6 +160,7 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 		size = 64
 	}
 	a := &Agent{name: name, mailbox: make(chan func(*core), size), quit: make(chan struct{}), done: make(chan struct{})}
+	m.life, a.stop = context.WithCancelCause(context.Background())
 	go a.run(c)
 	return a, nil
 }
@@ -178,9 +180,10 @@ func (a *Agent) run(c *core) {
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.name }
 
-// Close stops the agent and waits for its goroutine. It is idempotent.
+// Close stops the agent and waits for its goroutine. It is idempotent. A model call in progress
+// is canceled; a tool call runs to its end.
 func (a *Agent) Close() error {
-	a.once.Do(func() { close(a.quit) })
+	a.once.Do(func() { close(a.quit); a.stop(ErrClosed) })
 	<-a.done
 	return nil
 }

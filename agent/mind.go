@@ -78,7 +78,10 @@ type mind struct {
 	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
 	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
 	workDirty  bool              // working memory or pending changed since the last save
-	nextSeq    int64
+	// life is the agent's lifetime context, canceled by Close so that a model call does not
+	// hold Close up; nil in a replay.
+	life    context.Context
+	nextSeq int64
 }
 
 func newMind(name string, mem *memory, pol *compiledPolicy, now func() time.Time) *mind {

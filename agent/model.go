@@ -165,6 +165,12 @@ func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p ma
 		res["status"] = "no-model"
 		return res
 	}
+	if m.life != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(m.life, func() { cancel(context.Cause(m.life)) })()
+	}
 	lim := m.pol.src.Limits
 	prompt := cmpOr(p["prompt"], o.Text)
 	sys, err := m.workingContext(o, prompt).assemble(prompt, lim.ContextTokens)

@@ -247,3 +247,41 @@ func TestToolInput(t *testing.T) {
 		}
 	}
 }
+
+// blocking is a Model that waits for its context.
+type blocking struct{ entered chan struct{} }
+
+func (b blocking) Complete(ctx context.Context, _ []ChatMessage, _ []ToolSpec, _ func(string)) (ChatMessage, error) {
+	close(b.entered)
+	<-ctx.Done()
+	return ChatMessage{}, context.Cause(ctx)
+}
+
+// Close cancels a model call in progress instead of waiting for the model.
+func TestCloseCancelsModel(t *testing.T) {
+	t.Parallel()
+	m := blocking{entered: make(chan struct{})}
+	a, err := New(t.Context(), "b", &Options{Policy: Assistant(), Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan error, 1)
+	go func() {
+		run, err := a.Ask(context.Background(), UserText("why?"))
+		if err == nil && run.Failure == "" {
+			err = errors.New("the run neither failed nor saw the agent closed")
+		}
+		asked <- err
+	}()
+	<-m.entered
+	closed := make(chan struct{})
+	go func() { _ = a.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute): // a failure guard only
+		t.Fatal("Close did not return while the model was called")
+	}
+	if err := <-asked; err != nil && !errors.Is(err, ErrClosed) {
+		t.Errorf("Ask = %v, want a failed run or ErrClosed", err)
+	}
+}
