@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -30,8 +31,14 @@ type Options struct {
 	// Store keeps the observation log and beliefs; nil means NewMemoryStore(). New loads what
 	// the store holds under the agent's name.
 	Store Store
-	// Tools are the capabilities rules may call; nil means none.
+	// Tools are the capabilities rules, and the model, may call; nil means none.
 	Tools map[string]Tool
+	// ToolHelp describes tools to the model, by name; a tool without one is described by its
+	// name. Nil means none.
+	ToolHelp map[string]string
+	// Model is the language model the Consult action asks; nil means none (Consult then
+	// reports "no-model", and rules go on without it).
+	Model Model
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Mailbox is the mailbox capacity; zero means 64.
@@ -45,6 +52,7 @@ type Agent struct {
 	quit    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	stop    context.CancelCauseFunc // ends the agent's lifetime context (mind.life)
 }
 
 // core is the state the agent's goroutine owns.
@@ -96,6 +104,14 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	if mem.goals, err = st.Goals(ctx, name); err != nil {
 		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
 	}
+	work, err := st.Working(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
+	for _, n := range work.Notes {
+		n.key = subjectKey(n.Subject) + "\x00" + subjectKey(n.Value)
+		mem.working = append(mem.working, n)
+	}
 	hist, cur, err := st.Policies(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
@@ -131,16 +147,20 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: loading %s: no policy version %d", name, cur)
 	}
 	m := newMind(name, mem, c.versions[c.current], now)
+	maps.Copy(m.pending, work.Pending)
 	c.mind = m
 	m.tools = map[string]Tool{}
 	for k, t := range opts.Tools {
 		m.tools[k] = t
 	}
+	m.toolHelp = maps.Clone(opts.ToolHelp)
+	m.model, m.hasModel = opts.Model, opts.Model != nil
 	size := opts.Mailbox
 	if size <= 0 {
 		size = 64
 	}
 	a := &Agent{name: name, mailbox: make(chan func(*core), size), quit: make(chan struct{}), done: make(chan struct{})}
+	m.life, a.stop = context.WithCancelCause(context.Background())
 	go a.run(c)
 	return a, nil
 }
@@ -160,9 +180,10 @@ func (a *Agent) run(c *core) {
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.name }
 
-// Close stops the agent and waits for its goroutine. It is idempotent.
+// Close stops the agent and waits for its goroutine. It is idempotent. A model call in progress
+// is canceled; a tool call runs to its end.
 func (a *Agent) Close() error {
-	a.once.Do(func() { close(a.quit) })
+	a.once.Do(func() { close(a.quit); a.stop(ErrClosed) })
 	<-a.done
 	return nil
 }
@@ -242,13 +263,13 @@ func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
 	err := c.save(ctx, before)
 	status := "completed"
 	switch {
-	case err != nil:
+	case err != nil, run.Failure != "":
 		status = "failed"
 	case run.Question != "":
 		status = "input-required"
 	}
 	c.mind.record(&run, Entry{Kind: EntryEnd, Text: "run " + o.ID + " ended", Result: map[string]string{
-		"status": status, "observation": o.ID, "policy": strconv.Itoa(run.Policy), "reply": run.Reply, "question": run.Question}})
+		"status": status, "observation": o.ID, "policy": strconv.Itoa(run.Policy), "reply": run.Reply, "question": run.Question, "failure": run.Failure}})
 	return run, err
 }
 
@@ -327,6 +348,12 @@ func (c *core) save(ctx context.Context, from int) error {
 		}
 	}
 	c.mind.dirtyGoals = c.mind.dirtyGoals[:0]
+	if c.mind.workDirty {
+		if err := c.store.SaveWorking(ctx, name, c.mind.workingState()); err != nil {
+			return fmt.Errorf("agent: saving the working state: %w", err)
+		}
+		c.mind.workDirty = false
+	}
 	return nil
 }
 

@@ -19,9 +19,12 @@ const MetaKey = "a2awebcap.agent/log"
 //	thought, call, step  → working TaskStatusUpdateEvent, the entry under MetaKey
 //	result               → TaskArtifactUpdateEvent named "<action> result" (text and data parts)
 //	output               → working status whose message is the output text
+//	text (model stream)  → TaskArtifactUpdateEvent chunks of one artifact named "answer": the
+//	                       first creates it, the rest have Append set
 //	input-required       → input-required status asking the question (terminal for this run)
-//	end                  → completed status with the reply (failed, with a generic message, when
-//	                       the agent could not save its memory)
+//	end                  → completed status with the reply; failed when the model did not answer
+//	                       (the message is Run.Failure) or the agent could not save its memory
+//	                       (a generic message)
 //
 // Events stream as the agent records the entries ([Agent.Stream]), so a slow tool call shows as
 // a call before its result.
@@ -44,6 +47,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
 		}
 		opened := ec.StoredTask != nil
+		var answer a2a.ArtifactID // the streamed answer's artifact, once started
 		for e, err := range x.a.Stream(ctx, ev) {
 			if err != nil {
 				if !opened { // nothing is emitted yet, so the request fails and no task exists
@@ -75,6 +79,17 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
 				st.SetMeta(MetaKey, entryMeta(e))
 				out = st
+			case EntryText:
+				if answer == "" {
+					ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Text))
+					ae.Artifact.Name = "answer"
+					answer = ae.Artifact.ID
+					out = ae
+				} else {
+					ae := a2a.NewArtifactUpdateEvent(ec, answer, a2a.NewTextPart(e.Text))
+					ae.Artifact.Name = "answer"
+					out = ae
+				}
 			case EntryInput:
 				continue // the end reports it
 			case EntryEnd:
@@ -83,7 +98,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				case "input-required":
 					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg(e.Result["question"]))
 				case "failed": // the cause stays in the server's hands
-					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, msg("I could not save my memory of this message."))
+					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, msg(cmpOr(e.Result["failure"], "I could not save my memory of this message.")))
 				default:
 					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, msg(e.Result["reply"]))
 				}

@@ -1,6 +1,6 @@
 // Package agent is a2aWebCap's agent runtime: rule-driven agents that own their state, remember
 // with provenance, change their own policy only through checked proposals, and serve as A2A
-// agents. It needs no language model.
+// agents. It needs no language model, and can use one.
 //
 // # Monad
 //
@@ -30,7 +30,8 @@
 //	self     string            the agent's name
 //	pending  string            the subject of the question this task is waiting on, or ""
 //	goals    list(string)      the open goals, oldest first
-//	state    map(string,int)   observations, working, beliefs, goals, fired (rules fired so far)
+//	state    map(string,int)   observations, working, beliefs, goals, fired (rules fired so far),
+//	                            model (1 when the agent has a model, else 0)
 //	last     map(string,string) the previous action's result in this run: action, status,
 //	                            subject, value, previous, result (all present, "" when unset)
 //
@@ -45,11 +46,25 @@
 // recency and salience. A [Store] keeps the log and the beliefs: [NewMemoryStore] in memory,
 // package agent/sqlitestore in SQLite.
 //
+// # Language models
+//
+// A model is optional. With [Options.Model] set, a rule with the [Consult] action hands it the
+// message with a working context assembled from the memory layers — identity and axioms,
+// relevant beliefs with their provenance, working memory, recent observations — within
+// Limits.ContextTokens by [EstimateTokens] (bytes/4), the lowest-priority layers dropped first.
+// The model's answer streams in as [EntryText] entries; its tool calls run only through the
+// agent's granted tools (an unknown name is refused back to the model, never executed), each
+// logged as a call and a result, and go back to it for at most Limits.ModelSteps rounds. The
+// model never writes memory: tool results and its answer are observations (from the tool, and
+// from agent "model") that the rules integrate. [Assistant] is a policy that uses a model when
+// there is one and works rule-only otherwise; package agent/llm is a model for
+// OpenAI-compatible endpoints.
+//
 // # Bridge
 //
 // [Executor] makes an agent an a2asrv.AgentExecutor: the run's working log becomes A2A events
 // (thoughts, calls and steps as working status updates with typed metadata under [MetaKey],
-// action results as artifacts, a question as input-required, the end as a terminal status).
+// action results as artifacts, a model's streamed text as chunks of an "answer" artifact, a question as input-required, the end as a terminal status).
 // [Notes] is a ready note-taking agent whose behaviour comes entirely from its rules.
 //
 //	a, _ := agent.New(ctx, "notes", &agent.Options{Policy: agent.Notes()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent"
 )
@@ -96,4 +97,41 @@ func ExampleAgent_Propose() {
 	// 2 <nil>
 	// o1: help: reply sent -> help: reply sent, greet: reply sent
 	// back to version 1
+}
+
+// thinker is a stand-in for a language model (package agent/llm is a real one): it calls the
+// "clock" tool once, then answers with what the tool said.
+type thinker struct{}
+
+func (thinker) Complete(_ context.Context, msgs []agent.ChatMessage, _ []agent.ToolSpec, onText func(string)) (agent.ChatMessage, error) {
+	last := msgs[len(msgs)-1]
+	if last.Role != "tool" {
+		return agent.ChatMessage{Role: "assistant", ToolCalls: []agent.ToolCall{{ID: "c1", Name: "clock", Arguments: `{"input": ""}`}}}, nil
+	}
+	answer := "Time for lunch: it is " + last.Content + "."
+	onText(answer)
+	return agent.ChatMessage{Role: "assistant", Content: answer}, nil
+}
+
+// Assistant runs its rules first and consults its model about the rest; the model may call the
+// agent's tools, and what it says is an observation, not a memory.
+func ExampleAssistant() {
+	ctx := context.Background()
+	noon := func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }
+	a, err := agent.New(ctx, "helper", &agent.Options{Policy: agent.Assistant(), Model: thinker{},
+		Tools: map[string]agent.Tool{"clock": agent.Clock(noon)}})
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	for _, text := range []string{"remember lunch is at noon", "is it lunch time?"} {
+		run, _ := a.Ask(ctx, agent.UserText(text))
+		fmt.Println(run.Reply)
+	}
+	v, _ := a.View(ctx)
+	fmt.Println(len(v.Beliefs), "belief,", v.Observations, "observations")
+	// Output:
+	// Noted: lunch is at noon.
+	// Time for lunch: it is 2026-05-01T12:00:00Z.
+	// 1 belief, 4 observations
 }

@@ -110,17 +110,41 @@ type memory struct {
 	byID     map[string]int
 	index    map[string][]int // term -> indexes in log, ascending
 	working  []WorkingNote
-	beliefs  []Belief       // every belief ever written, in order
-	beliefAt map[string]int // belief ID -> index in beliefs
-	bterms   [][]string     // bterms[i] are the search terms of beliefs[i]
-	cited    map[string]int // observation ID -> how many beliefs cite it (its salience)
-	goals    []Goal         // every goal ever adopted, in order
-	current  map[string]int // normalized subject -> index in beliefs of the current belief
+	beliefs  []Belief                // every belief ever written, in order
+	beliefAt map[string]int          // belief ID -> index in beliefs
+	bterms   [][]string              // bterms[i] are the search terms of beliefs[i]
+	cited    map[string]int          // observation ID -> how many beliefs cite it (its salience)
+	citedIn  map[string]map[int]bool // term -> log indexes of cited observations holding it
+	goals    []Goal                  // every goal ever adopted, in order
+	current  map[string]int          // normalized subject -> index in beliefs of the current belief
 }
 
 func newMemory() *memory {
 	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{},
-		cited: map[string]int{}}
+		cited: map[string]int{}, citedIn: map[string]map[int]bool{}}
+}
+
+// cite changes how many beliefs cite observation id by delta, keeping citedIn.
+func (m *memory) cite(id string, delta int) {
+	before := m.cited[id]
+	m.cited[id] += delta
+	after := m.cited[id]
+	i, ok := m.byID[id]
+	if !ok || (before > 0) == (after > 0) {
+		return
+	}
+	for _, t := range terms(m.log[i].Text) {
+		set := m.citedIn[t]
+		if set == nil {
+			set = map[int]bool{}
+			m.citedIn[t] = set
+		}
+		if after > 0 {
+			set[i] = true
+		} else {
+			delete(set, i)
+		}
+	}
 }
 
 func subjectKey(s string) string { return strings.Join(terms(s), " ") }
@@ -148,12 +172,12 @@ func (m *memory) putBelief(b Belief) {
 		m.beliefAt[b.ID] = i
 	} else {
 		for _, id := range m.beliefs[i].Provenance.Observations {
-			m.cited[id]--
+			m.cite(id, -1)
 		}
 		m.beliefs[i] = b
 	}
 	for _, id := range b.Provenance.Observations {
-		m.cited[id]++
+		m.cite(id, 1)
 	}
 	m.bterms[i] = terms(b.Subject + " " + b.Value)
 	k := subjectKey(b.Subject)
@@ -249,6 +273,13 @@ func (m *memory) recall(q Query) Recollection {
 
 // searchLog returns up to limit log indexes ranked by the query terms they hold, then by
 // salience (how many beliefs cite them), then by recency.
+//
+// It reads the inverted index, never the log: observations holding every query term that has
+// postings come first, so it walks the intersection of the terms' posting lists newest first
+// (driven by the rarest term, binary search in the others) and stops at limit; cited
+// observations, which outrank uncited ones, are few (only beliefs cite) and have an index of
+// their own (citedIn). Only when fewer than limit observations hold every term does it count partial
+// matches over the whole posting lists.
 func (m *memory) searchLog(qt []string, limit int) []int {
 	if len(qt) == 0 {
 		var out []int
@@ -257,9 +288,58 @@ func (m *memory) searchLog(qt []string, limit int) []int {
 		}
 		return out
 	}
-	hits := map[int]int{}
+	var lists [][]int
+	rarest := ""
 	for _, t := range slices.Compact(slices.Sorted(slices.Values(qt))) {
-		for _, i := range m.index[t] {
+		if l := m.index[t]; len(l) > 0 {
+			lists = append(lists, l)
+			if rarest == "" || len(l) < len(m.index[rarest]) {
+				rarest = t
+			}
+		}
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(lists, func(a, b []int) int { return len(a) - len(b) })
+	holdsAll := func(i int) bool {
+		for _, l := range lists[1:] {
+			if _, ok := slices.BinarySearch(l, i); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	var out []int
+	for i := range m.citedIn[rarest] { // cited observations holding the rarest term
+		if holdsAll(i) {
+			out = append(out, i)
+		}
+	}
+	slices.SortFunc(out, func(x, y int) int {
+		if sx, sy := m.cited[m.log[x].ID], m.cited[m.log[y].ID]; sx != sy {
+			return sy - sx
+		}
+		return y - x
+	})
+	out = out[:min(limit, len(out))]
+	for k := len(lists[0]) - 1; k >= 0 && len(out) < limit; k-- {
+		if i := lists[0][k]; m.cited[m.log[i].ID] == 0 && holdsAll(i) {
+			out = append(out, i)
+		}
+	}
+	if len(out) == limit || len(lists) == 1 {
+		return out
+	}
+	return m.countMatches(lists, limit)
+}
+
+// countMatches ranks every observation in the posting lists by how many it is in, then by
+// salience, then by recency.
+func (m *memory) countMatches(lists [][]int, limit int) []int {
+	hits := map[int]int{}
+	for _, l := range lists {
+		for _, i := range l {
 			hits[i]++
 		}
 	}

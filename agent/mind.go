@@ -27,6 +27,8 @@ const (
 	EntryStep EntryKind = "step"
 	// EntryEnd ends the run.
 	EntryEnd EntryKind = "end"
+	// EntryText is a fragment of a model's answer, as it streams in.
+	EntryText EntryKind = "text"
 )
 
 // Entry is one item of a run's working log.
@@ -50,6 +52,9 @@ type Run struct {
 	Reply string
 	// Question is set when the agent asks for input.
 	Question string
+	// Failure, when set, says why the run failed (a model that did not answer); it is meant
+	// for the sender and holds no internal detail (that is in the log's thoughts).
+	Failure string
 }
 
 // Tool is a capability an agent's rules may call. Its result comes back as an observation.
@@ -66,10 +71,17 @@ type mind struct {
 	now        func() time.Time
 	pending    map[string]string // task -> subject of the open question
 	tools      map[string]Tool   // nil in a replay: calls are logged, not made
+	toolHelp   map[string]string // tool descriptions for a model
+	model      Model             // nil: Consult answers "no-model"
+	hasModel   bool              // a model is configured (kept in a replay, which has none)
 	emit       func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
 	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
 	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
-	nextSeq    int64
+	workDirty  bool              // working memory or pending changed since the last save
+	// life is the agent's lifetime context, canceled by Close so that a model call does not
+	// hold Close up; nil in a replay.
+	life    context.Context
+	nextSeq int64
 }
 
 func newMind(name string, mem *memory, pol *compiledPolicy, now func() time.Time) *mind {
@@ -98,11 +110,13 @@ func (m *mind) integrate(ctx context.Context, o Observation, run *Run) error {
 }
 
 func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, depth int) error {
-	lim := m.pol.src.Limits
-	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	m.trimWorking()
 	cmd, args := splitCommand(o.Text)
-	pending := m.pending[o.Context.Task]
-	delete(m.pending, o.Context.Task)
+	pending, ok := m.pending[o.Context.Task]
+	if ok {
+		delete(m.pending, o.Context.Task)
+		m.workDirty = true
+	}
 	last := map[string]string{}
 	setLast(last, nil)
 	vars := map[string]any{
@@ -115,7 +129,8 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		goals := m.mem.openGoals()
 		vars["goals"] = goals
 		vars["state"] = map[string]int64{"observations": int64(len(m.mem.log)), "working": int64(len(m.mem.working)),
-			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired)}
+			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired),
+			"model": boolInt(m.hasModel)}
 		out, _, err := r.when.Eval(vars)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
@@ -149,7 +164,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		m.record(run,
 			Entry{Kind: EntryThought, Rule: r.Name, Text: "rule " + r.Name + " matched: " + r.Reason},
 			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})
-		res, follow := m.act(ctx, r, o, params, run)
+		res, follow := m.act(ctx, r, o, params, run, depth)
 		setLast(last, res)
 		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
 		switch r.Action {
@@ -173,6 +188,21 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	return firstErr
 }
 
+// trimWorking applies the working-memory limits.
+func (m *mind) trimWorking() {
+	lim := m.pol.src.Limits
+	n := len(m.mem.working)
+	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	if len(m.mem.working) != n {
+		m.workDirty = true
+	}
+}
+
+// workingState is a copy of the working state, to save.
+func (m *mind) workingState() WorkingState {
+	return WorkingState{Notes: m.mem.working, Pending: m.pending}.clone()
+}
+
 // record appends entries to the run's log, showing each to emit.
 func (m *mind) record(run *Run, entries ...Entry) {
 	for _, e := range entries {
@@ -192,6 +222,13 @@ func setLast(last, res map[string]string) {
 	for _, k := range resultKeys {
 		last[k] = res[k]
 	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nonNil(m map[string]string) map[string]string {
@@ -217,7 +254,7 @@ func joinLine(a, b string) string {
 
 // act performs one action. It returns the result and, for a tool call, the observation of the
 // tool's answer to integrate next.
-func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run) (map[string]string, *Observation) {
+func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run, depth int) (map[string]string, *Observation) {
 	res := map[string]string{"action": string(r.Action), "subject": p["subject"], "value": p["value"]}
 	reason := r.Reason
 	if p["reason"] != "" {
@@ -269,9 +306,12 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 		res["status"], res["result"] = "sent", p["text"]
 	case AskInput:
 		m.pending[o.Context.Task] = p["subject"]
+		m.workDirty = true
 		res["status"], res["result"] = "asked", p["text"]
 	case CallTool:
 		return m.call(ctx, o, p["tool"], p["input"], res)
+	case Consult:
+		return m.consult(ctx, r, o, p, run, depth), nil
 	case Adopt, Achieve, Drop:
 		res["subject"], res["status"] = p["goal"], m.goal(r, reason, o, p["goal"])
 	}
@@ -296,7 +336,7 @@ func (m *mind) call(ctx context.Context, o Observation, name, input string, res 
 	}
 	res["status"], res["result"] = "done", out
 	follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: name}, Context: o.Context,
-		Text: out, Data: map[string]string{"call": o.ID, "input": input}})
+		Text: out, Data: map[string]string{"call": o.ID, "input": input, "tool": name}})
 	return res, &follow
 }
 
@@ -370,6 +410,7 @@ func (m *mind) demote(b *Belief, o Observation, reason string) {
 
 // note adds to working memory; a note used PromoteAfter times is promoted.
 func (m *mind) note(rule string, o Observation, subject, value string) string {
+	m.workDirty = true
 	key := subjectKey(subject) + "\x00" + subjectKey(value)
 	for i := range m.mem.working {
 		n := &m.mem.working[i]
@@ -385,8 +426,7 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 		}
 	}
 	m.mem.working = append(m.mem.working, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
-	lim := m.pol.src.Limits
-	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
+	m.trimWorking()
 	return "noted"
 }
 
@@ -395,6 +435,7 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 func (m *mind) promote(rule, reason string, o Observation, i int) (status, previous string) {
 	n := m.mem.working[i]
 	m.mem.working = append(m.mem.working[:i], m.mem.working[i+1:]...)
+	m.workDirty = true
 	cur, ok := m.mem.belief(n.Subject)
 	switch {
 	case ok && sameValue(cur.Value, n.Value):

@@ -42,6 +42,10 @@ const (
 	Achieve Action = "achieve"
 	// Drop abandons the open goal.
 	Drop Action = "drop"
+	// Consult asks the agent's [Model] about prompt (optional; the event's text by default),
+	// with a working context assembled from memory and the agent's tools; the answer is the
+	// run's reply. Without a model its status is "no-model". See the package doc.
+	Consult Action = "consult"
 )
 
 var actionParams = map[Action]struct{ required, optional []string }{
@@ -58,6 +62,7 @@ var actionParams = map[Action]struct{ required, optional []string }{
 	Adopt:    {[]string{"goal"}, []string{"reason"}},
 	Achieve:  {[]string{"goal"}, []string{"reason"}},
 	Drop:     {[]string{"goal"}, []string{"reason"}},
+	Consult:  {nil, []string{"prompt"}},
 }
 
 // Rule is one update rule: when When holds, do Action with Params.
@@ -91,6 +96,11 @@ type Limits struct {
 	WorkingTTL time.Duration `json:"workingTTL,omitempty"`
 	// PromoteAfter is how many uses promote a working note to a belief; zero means 3.
 	PromoteAfter int `json:"promoteAfter,omitempty"`
+	// ContextTokens is the budget of the working context a Consult gives the model, in
+	// [EstimateTokens] units; zero means 4096.
+	ContextTokens int `json:"contextTokens,omitempty"`
+	// ModelSteps bounds the model calls of one Consult (each may call tools); zero means 4.
+	ModelSteps int `json:"modelSteps,omitempty"`
 }
 
 func (l Limits) withDefaults() Limits {
@@ -106,6 +116,8 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxEdits, 3)
 	def(&l.WorkingSize, 64)
 	def(&l.PromoteAfter, 3)
+	def(&l.ContextTokens, 4096)
+	def(&l.ModelSteps, 4)
 	if l.EditWindow <= 0 {
 		l.EditWindow = time.Hour
 	}

@@ -175,6 +175,7 @@ func (c *core) replay(ctx context.Context, pol *compiledPolicy, obs []Observatio
 	mem := newMemory()
 	m := newMind(c.mind.name, mem, pol, c.mind.now)
 	m.tools = nil
+	m.hasModel = c.mind.hasModel
 	out := make([][]string, len(obs))
 	errs := make([]error, len(obs))
 	for k, o := range obs {

@@ -32,6 +32,24 @@ type Store interface {
 	SetPolicy(ctx context.Context, agent string, version int) error
 	// Policies returns the agent's versions, oldest first, and the one in force (0 when none).
 	Policies(ctx context.Context, agent string) ([]PolicyVersion, int, error)
+	// SaveWorking replaces the agent's working state.
+	SaveWorking(ctx context.Context, agent string, w WorkingState) error
+	// Working returns the agent's working state; the zero value when none was saved.
+	Working(ctx context.Context, agent string) (WorkingState, error)
+}
+
+// WorkingState is an agent's short-term state, kept so that it survives a restart: its working
+// memory and the questions its tasks wait on.
+type WorkingState struct {
+	Notes []WorkingNote `json:"notes,omitempty"`
+	// Pending maps a task ID to the subject of the question the task waits on.
+	Pending map[string]string `json:"pending,omitempty"`
+}
+
+func (w WorkingState) clone() WorkingState {
+	w.Notes = cloneAll(w.Notes, func(n WorkingNote) WorkingNote { n.Observations = slices.Clone(n.Observations); return n })
+	w.Pending = maps.Clone(w.Pending)
+	return w
 }
 
 // PolicyVersion is one version of an agent's mutable rules and the proposal that made it.
@@ -65,6 +83,23 @@ type memStore struct {
 	policies map[string][]PolicyVersion
 	current  map[string]int
 	goals    map[string][]Goal
+	working  map[string]WorkingState
+}
+
+func (s *memStore) SaveWorking(_ context.Context, agent string, w WorkingState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.working == nil {
+		s.working = map[string]WorkingState{}
+	}
+	s.working[agent] = w.clone()
+	return nil
+}
+
+func (s *memStore) Working(_ context.Context, agent string) (WorkingState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.working[agent].clone(), nil
 }
 
 func (s *memStore) SaveGoal(_ context.Context, agent string, g Goal) error {

@@ -1,10 +1,19 @@
 // Package llm is a small client for OpenAI-compatible chat-completions endpoints (OpenAI,
-// Ollama, vLLM, llama.cpp), offered to agents as an agent.Tool. A model is a capability like any
-// other: its answer comes back to the agent as an observation from the tool, which the agent's
-// rules integrate or ignore. It never writes memory.
+// Ollama, vLLM, llama.cpp). A model is a capability like any other; it never writes memory.
+// A [Client] serves an agent in two ways:
+//
+//   - as the agent's [agent.Model] (Options.Model): a rule with the Consult action streams an
+//     answer ([Client.Complete]: "stream": true, tool calls included) from a working context
+//     the runtime assembles from the agent's memory, and the model may call the agent's granted
+//     tools; what it says and what the tools return are observations the rules integrate;
+//   - as a plain [agent.Tool] ([Client.Tool]): one non-streamed question, whose answer comes back
+//     as an observation from the tool.
+//
+// Everything read from the endpoint is bounded (response size, line size, tool calls) and read
+// strictly; errors name the status or the malformation, never the endpoint's own text.
 //
 //	model := llm.New("http://127.0.0.1:11434/v1", "llama3.2", nil)
-//	a, _ := agent.New(ctx, "helper", &agent.Options{Policy: pol, Tools: map[string]agent.Tool{"llm": model.Tool()}})
+//	a, _ := agent.New(ctx, "helper", &agent.Options{Policy: agent.Notes(), Model: model})
 package llm
 
 import (
@@ -25,6 +34,8 @@ import (
 const (
 	DefaultTimeout          = 60 * time.Second
 	DefaultMaxResponseBytes = 1 << 20
+	DefaultMaxChunkBytes    = 64 << 10
+	DefaultMaxToolCalls     = 16
 )
 
 // ErrResponse is wrapped by errors about what the endpoint answered. Their text names the HTTP
@@ -39,10 +50,16 @@ type Options struct {
 	System string
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
-	// Timeout bounds one request; zero means DefaultTimeout.
+	// Timeout bounds one request, a streamed answer's last byte included; zero means
+	// DefaultTimeout.
 	Timeout time.Duration
-	// MaxResponseBytes bounds a response body; zero means DefaultMaxResponseBytes.
+	// MaxResponseBytes bounds a response body, streamed or not; zero means
+	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// MaxChunkBytes bounds one line of a streamed response; zero means DefaultMaxChunkBytes.
+	MaxChunkBytes int
+	// MaxToolCalls bounds the tool calls of one answer; zero means DefaultMaxToolCalls.
+	MaxToolCalls int
 	// MaxTokens caps the completion; zero leaves it to the server.
 	MaxTokens int
 }
@@ -69,6 +86,12 @@ func New(baseURL, model string, opts *Options) *Client {
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if o.MaxChunkBytes <= 0 {
+		o.MaxChunkBytes = DefaultMaxChunkBytes
+	}
+	if o.MaxToolCalls <= 0 {
+		o.MaxToolCalls = DefaultMaxToolCalls
+	}
 	return &Client{url: strings.TrimRight(baseURL, "/") + "/chat/completions", model: model, o: o}
 }
 
@@ -94,17 +117,9 @@ func (c *Client) Chat(ctx context.Context, msgs []Message) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	resp, err := c.post(ctx, body)
 	if err != nil {
-		return "", fmt.Errorf("llm: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if c.o.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.o.APIKey)
-	}
-	resp, err := c.o.HTTPClient.Do(hr)
-	if err != nil {
-		return "", fmt.Errorf("llm: %w", err)
+		return "", err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.o.MaxResponseBytes+1))
@@ -118,6 +133,23 @@ func (c *Client) Chat(ctx context.Context, msgs []Message) (string, error) {
 		return "", fmt.Errorf("%w: larger than %d bytes", ErrResponse, c.o.MaxResponseBytes)
 	}
 	return content(data)
+}
+
+// post sends a request body to the endpoint.
+func (c *Client) post(ctx context.Context, body []byte) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if c.o.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.o.APIKey)
+	}
+	resp, err := c.o.HTTPClient.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	return resp, nil
 }
 
 // Tool offers the model to an agent: the tool's input is one user message, its output the

@@ -1,5 +1,6 @@
-// Package sqlitestore keeps agents' observation logs, beliefs, goals and policy versions in SQLite, in tables of their
-// own (agent_*), so they can share the database file of the task store (store/sqlite).
+// Package sqlitestore keeps agents' observation logs, beliefs, goals, policy versions and working
+// state (working memory, pending questions) in SQLite, in tables of their own (agent_*), so they
+// can share the database file of the task store (store/sqlite).
 package sqlitestore
 
 import (
@@ -57,6 +58,13 @@ CREATE TABLE agent_goals (
 	ord   INTEGER NOT NULL,
 	goal  BLOB    NOT NULL,
 	PRIMARY KEY (agent, id)
+) STRICT;
+`,
+	// 4: the working state (working memory, pending questions), replaced whole.
+	`
+CREATE TABLE agent_working (
+	agent TEXT NOT NULL PRIMARY KEY,
+	state BLOB NOT NULL
 ) STRICT;
 `,
 }
@@ -196,6 +204,29 @@ func (s *Store) upsert(ctx context.Context, q, name, id string, v any) error {
 // Beliefs implements agent.Store.
 func (s *Store) Beliefs(ctx context.Context, name string) ([]agent.Belief, error) {
 	return query[agent.Belief](ctx, s.db, `SELECT belief FROM agent_beliefs WHERE agent = ? ORDER BY ord`, name)
+}
+
+// SaveWorking implements agent.Store.
+func (s *Store) SaveWorking(ctx context.Context, name string, w agent.WorkingState) error {
+	data, err := json.Marshal(w)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO agent_working (agent, state) VALUES (?, ?)
+		ON CONFLICT (agent) DO UPDATE SET state = excluded.state`, name, data)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: save working state: %w", err)
+	}
+	return nil
+}
+
+// Working implements agent.Store.
+func (s *Store) Working(ctx context.Context, name string) (agent.WorkingState, error) {
+	ws, err := query[agent.WorkingState](ctx, s.db, `SELECT state FROM agent_working WHERE agent = ?`, name)
+	if err != nil || len(ws) == 0 {
+		return agent.WorkingState{}, err
+	}
+	return ws[0], nil
 }
 
 // AddPolicy implements agent.Store.

@@ -46,3 +46,18 @@ func TestSharesTheTaskDatabase(t *testing.T) {
 		t.Errorf("Observations() = %v, %v, want one", got, err)
 	}
 }
+
+// An agent's working memory and pending questions survive closing the agent and the database
+// file, and reopening both.
+func TestWorkingStateSurvivesReopeningTheFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a2awebcap.db")
+	storetest.WorkingStateSurvivesARestart(t, func(t *testing.T) agent.Store {
+		s, err := sqlitestore.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}, func(s agent.Store) { _ = s.(*sqlitestore.Store).Close() })
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/a2awebcap/a2awebcap/agent"
 )
@@ -189,4 +190,64 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 			t.Errorf("View after reload (-before +after):\n%s", diff)
 		}
 	})
+	t.Run("WorkingStateSurvivesARestart", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		WorkingStateSurvivesARestart(t, func(*testing.T) agent.Store { return s }, func(agent.Store) {})
+	})
+}
+
+// WorkingStateSurvivesARestart checks that an agent's working memory and pending questions
+// survive closing the agent (and, with reopen, its store) and starting it again. reopen returns
+// the store to use after closeStore closed the first one.
+func WorkingStateSurvivesARestart(t *testing.T, reopen func(*testing.T) agent.Store, closeStore func(agent.Store)) {
+	t.Helper()
+	ctx := t.Context()
+	s := reopen(t)
+	a, err := agent.New(ctx, "w", &agent.Options{Policy: agent.Notes(), Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(a *agent.Agent, task, text string) agent.Run {
+		t.Helper()
+		ev := agent.UserText(text)
+		ev.Context.Task = task
+		run, err := a.Ask(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	ask(a, "", "remember the sky is blue")
+	ask(a, "", "remember the sky is green") // a contradiction: a working note
+	if run := ask(a, "t1", "remember the sea"); run.Question != "What is the sea?" {
+		t.Fatalf("question = %q", run.Question)
+	}
+	before, _ := a.View(ctx)
+	if len(before.Working) != 1 {
+		t.Fatalf("working memory before the restart = %+v, want one note", before.Working)
+	}
+	_ = a.Close()
+	closeStore(s)
+
+	s = reopen(t)
+	b, err := agent.New(ctx, "w", &agent.Options{Policy: agent.Notes(), Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	after, _ := b.View(ctx)
+	if diff := cmp.Diff(before.Working, after.Working, cmpopts.IgnoreUnexported(agent.WorkingNote{})); diff != "" {
+		t.Errorf("working memory after a restart (-before +after):\n%s", diff)
+	}
+	if run := ask(b, "t1", "green"); run.Reply != "Noted: the sea is green." {
+		t.Errorf("the answer to the pending question = %q, want it stored", run.Reply)
+	}
+	// The note's uses survived too: two more make three, which promotes it.
+	ask(b, "", "remember the sky is green")
+	ask(b, "", "remember the sky is green")
+	r, _ := b.Recall(ctx, agent.Query{Text: "sky"})
+	if len(r.Beliefs) != 1 || r.Beliefs[0].Value != "green" {
+		t.Errorf("beliefs about the sky = %+v, want the promoted note", r.Beliefs)
+	}
 }

@@ -3,7 +3,8 @@
 //	a2awebcap serve [flags]
 //
 // serve runs an A2A 1.0 server (and 0.3 with -serve-0.3): the engine on the embedded SQLite
-// store (a2awebcap.db), the built-in agent (or the conformance agent), JSON-RPC, HTTP+JSON/REST
+// store (a2awebcap.db), an agent of the agent runtime (rule-based, or LLM-backed with -llm-url;
+// -agent picks the built-in utility, notes or conformance agents instead), JSON-RPC, HTTP+JSON/REST
 // A2A over Cap'n Web (WebSocket and HTTP batch, docs/capnweb-binding.md) and the agent card
 // on one port, and gRPC on its own port when asked.
 package main
@@ -21,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -32,6 +34,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/llm"
 	"github.com/a2awebcap/a2awebcap/agent/sqlitestore"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
@@ -54,9 +57,10 @@ Usage:
 
 ` + verbsUsage + `
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
-the built-in agent (send it "help"). The agent card is at /.well-known/agent-card.json, a
-browser page at /web/. Try, in another terminal:
-  a2awebcap stream http://127.0.0.1:8080 wait 3
+an agent of the agent runtime (send it "help"; with -llm-url and -llm-model it also answers
+with that language model). The agent card is at /.well-known/agent-card.json, a browser page
+at /web/. Try, in another terminal:
+  a2awebcap stream http://127.0.0.1:8080 remember the sky is blue
 `
 
 func main() {
@@ -96,6 +100,7 @@ type serveConfig struct {
 	tls                                                           tlsConfig
 	rateLimit                                                     float64
 	cardKey                                                       string
+	llmURL, llmModel                                              string
 }
 
 func serve(args []string) error {
@@ -140,7 +145,9 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.addr, "addr", envOr("A2AWEBCAP_ADDR", "127.0.0.1:8080"), "HTTP `address` to listen on (A2AWEBCAP_ADDR)")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", envOr("A2AWEBCAP_GRPC_ADDR", ""), "also serve gRPC on this `address`; empty: no gRPC (A2AWEBCAP_GRPC_ADDR)")
 	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", "a2awebcap.db"), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing (A2AWEBCAP_DB)")
-	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "builtin"), "the agent to run: builtin, notes (the agent runtime's rule-driven note taker, its memory kept beside the tasks), or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
+	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "runtime"), "the agent to run: runtime (the agent runtime's assistant: notes with provenance, echo, time; rule-based, and LLM-backed with -llm-url; its memory kept beside the tasks), builtin (a small utility: echo, time, count, wait, ask), notes (the runtime's note taker), or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
+	fs.StringVar(&c.llmURL, "llm-url", envOr("A2AWEBCAP_LLM_URL", ""), "with -agent runtime: the `URL` of an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1 for Ollama) whose model answers what the rules do not; the API key, if any, is read from the environment variable A2AWEBCAP_LLM_API_KEY only; empty: no model (A2AWEBCAP_LLM_URL)")
+	fs.StringVar(&c.llmModel, "llm-model", envOr("A2AWEBCAP_LLM_MODEL", ""), "the `model` name -llm-url serves (A2AWEBCAP_LLM_MODEL)")
 	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
 	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
@@ -158,6 +165,17 @@ Flags (each can also be set by the environment variable shown):
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	switch {
+	case (c.llmURL == "") != (c.llmModel == ""):
+		return c, errors.New("-llm-url and -llm-model go together")
+	case c.llmURL != "" && c.agent != "runtime":
+		return c, fmt.Errorf("-llm-url needs -agent runtime, not %q", c.agent)
+	}
+	if c.llmURL != "" {
+		if u, err := url.Parse(c.llmURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("-llm-url: %q is not an http(s) URL", c.llmURL)
+		}
 	}
 	for _, a := range strings.Split(*pushAllow, ",") {
 		a = strings.TrimSpace(a)
@@ -191,15 +209,15 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		exec = &agents.Builtin{}
 	case "conformance":
 		exec = &agents.Conformance{}
-	case "notes":
-		a, closeNotes, err := notesAgent(ctx, c.db)
+	case "notes", "runtime":
+		a, closeAgent, err := runtimeAgent(ctx, c, os.Getenv("A2AWEBCAP_LLM_API_KEY"))
 		if err != nil {
 			return err
 		}
-		defer closeNotes()
+		defer closeAgent()
 		exec = agent.Executor(a)
 	default:
-		return fmt.Errorf("-agent: unknown agent %q (want builtin, notes or conformance)", c.agent)
+		return fmt.Errorf("-agent: unknown agent %q (want runtime, builtin, notes or conformance)", c.agent)
 	}
 
 	// Push notifications: the store enqueues them with the events, the deliverer sends them
@@ -299,7 +317,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
-	log.Info("serving", "agent", c.agent, "store", c.db,
+	log.Info("serving", "agent", c.agent, "llm", c.llmURL, "model", c.llmModel, "store", c.db,
 		"card", scheme+"://"+ln.Addr().String()+"/.well-known/agent-card.json", "grpc", c.grpcAddr)
 
 	select {
@@ -346,6 +364,15 @@ func agentCard(c serveConfig) *a2a.AgentCard {
 			name = "a2awebcap conformance agent"
 		}
 		return agents.Card(name, "Implements the A2A conformance kit's scenarios.", "", (&agents.Conformance{}).Skills()...)
+	case "runtime":
+		how := "It runs on its rules alone, with no language model."
+		if c.llmURL != "" {
+			how = "What its rules do not handle it answers with a language model, which may call its tools but never writes its memory."
+		}
+		return agents.Card(runtimeName(c), "An agent of the a2aWebCap runtime, driven by its own rules: "+
+			`"remember SUBJECT is VALUE", "actually SUBJECT is VALUE", "what do you know about X", "forget SUBJECT", "echo TEXT", "time", "who are you", "help". `+how, "",
+			a2a.AgentSkill{ID: "notes", Name: "Notes", Description: "Remembers what you tell it, with where it came from; corrects, recalls and forgets on request.", Tags: []string{"memory", "notes"}},
+			a2a.AgentSkill{ID: "utility", Name: "Echo and time", Description: "Echoes text; tells the time (UTC).", Tags: []string{"utility"}, Examples: []string{"echo hello", "time"}})
 	case "notes":
 		return agents.Card(cmp.Or(c.name, "notes"), "A note-taking agent of the a2aWebCap runtime, driven by its own rules: "+
 			`"remember SUBJECT is VALUE", "actually SUBJECT is VALUE", "what do you know about X", "forget SUBJECT", "who are you".`, "",
@@ -402,19 +429,38 @@ func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
 	mux.Handle("GET /{$}", http.RedirectHandler("/web/", http.StatusFound))
 }
 
-// notesAgent starts the runtime's note-taking agent, its memory in the SQLite file of the tasks
-// when -db is one (in memory otherwise).
-func notesAgent(ctx context.Context, db string) (*agent.Agent, func(), error) {
+// runtimeName is the runtime agent's name: its card's name and the name its memory is kept
+// under.
+func runtimeName(c serveConfig) string {
+	if c.agent == "notes" {
+		return "notes"
+	}
+	return cmp.Or(c.name, "a2awebcap")
+}
+
+// runtimeAgent starts an agent of the runtime — notes, or runtime (the Assistant policy, with a
+// clock and, when c.llmURL is set, a language model called with apiKey) — its memory in the
+// SQLite file of the tasks when -db is one (in memory otherwise).
+func runtimeAgent(ctx context.Context, c serveConfig, apiKey string) (*agent.Agent, func(), error) {
 	var store agent.Store = agent.NewMemoryStore()
 	closeStore := func() {}
-	if db != "memory" && !strings.Contains(db, "://") {
-		st, err := sqlitestore.Open(ctx, db)
+	if c.db != "memory" && !strings.Contains(c.db, "://") {
+		st, err := sqlitestore.Open(ctx, c.db)
 		if err != nil {
-			return nil, nil, fmt.Errorf("the notes agent's memory: %w", err)
+			return nil, nil, fmt.Errorf("the %s agent's memory: %w", c.agent, err)
 		}
 		store, closeStore = st, func() { _ = st.Close() }
 	}
-	a, err := agent.New(ctx, "notes", &agent.Options{Policy: agent.Notes(), Store: store})
+	opts := &agent.Options{Policy: agent.Notes(), Store: store}
+	if c.agent == "runtime" {
+		opts.Policy = agent.Assistant()
+		opts.Tools = map[string]agent.Tool{"clock": agent.Clock(nil)}
+		opts.ToolHelp = map[string]string{"clock": "the current time in UTC (RFC 3339); its input is ignored"}
+		if c.llmURL != "" {
+			opts.Model = llm.New(c.llmURL, c.llmModel, &llm.Options{APIKey: apiKey})
+		}
+	}
+	a, err := agent.New(ctx, runtimeName(c), opts)
 	if err != nil {
 		closeStore()
 		return nil, nil, err

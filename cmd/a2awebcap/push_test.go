@@ -107,7 +107,7 @@ func (r *pushReceiver) completed() (done, contiguous bool, n int) {
 func TestServePush(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cfg, err := parseServe([]string{"-addr", addr, "-db", filepath.Join(dir, "a2a.db"), "-push-allow", "127.0.0.1/32"})
+	cfg, err := parseServe([]string{"-addr", addr, "-db", filepath.Join(dir, "a2a.db"), "-push-allow", "127.0.0.1/32", "-agent", "builtin"}) // its "ask" waits for input
 	if err != nil {
 		t.Fatal(err)
 	}

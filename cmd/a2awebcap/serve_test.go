@@ -211,7 +211,7 @@ func TestCrashRecovery(t *testing.T) {
 	addr := freeAddr(t)
 	db := filepath.Join(dir, "a2a.db")
 	startProc := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "-addr", addr, "-db", db)
+		cmd := exec.Command(bin, "serve", "-addr", addr, "-db", db, "-agent", "builtin") // its "wait" makes a long task
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

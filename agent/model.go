@@ -1,0 +1,286 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Model is a chat model the agent may consult: a rule with the [Consult] action hands it the
+// working context and the agent's tools. Package agent/llm provides one for OpenAI-compatible
+// endpoints. The model never touches memory: what it says and what its tool calls return are
+// observations the agent's rules integrate.
+type Model interface {
+	// Complete sends the conversation and the tools the model may call. It reports the answer's
+	// text to onText as it arrives (in the caller's goroutine) and returns the whole answer: its
+	// text, its tool calls, or both.
+	Complete(ctx context.Context, msgs []ChatMessage, tools []ToolSpec, onText func(string)) (ChatMessage, error)
+}
+
+// ChatMessage is one message of a conversation with a [Model].
+type ChatMessage struct {
+	// Role is "system", "user", "assistant" or "tool".
+	Role    string
+	Content string
+	// ToolCalls are the tool calls of an assistant message.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a "tool" message answers.
+	ToolCallID string
+}
+
+// ToolCall is a model's request to call a tool. Arguments is a JSON object {"input": string}.
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// ToolSpec describes a granted tool to a model. Every tool takes one string argument, "input".
+type ToolSpec struct {
+	Name, Description string
+}
+
+// EstimateTokens is the runtime's token estimate of s: its length in bytes divided by four,
+// rounded up. It is deterministic and needs no tokenizer; it overestimates for English text with
+// most tokenizers, so a budget in these units is a safe bound.
+func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// contextLayers is the working context the runtime gives a model, layer by layer, highest
+// priority first. Identity and the message are always kept; the rest fit the budget.
+type contextLayers struct {
+	identity     string   // who the agent is and the axioms it is bound by
+	beliefs      []string // relevant long-term beliefs with provenance, best first
+	working      []string // working memory, most recent first
+	observations []string // recent observations, most recent first
+}
+
+// assemble renders the layers as the system message within budget tokens (counting the system
+// message and msg). It drops the lowest-priority items first: recent observations (oldest
+// first), then working notes (oldest first), then beliefs (least relevant first). It fails when
+// the identity and the message alone exceed the budget.
+func (l contextLayers) assemble(msg string, budget int) (string, error) {
+	fixed := EstimateTokens(l.identity) + EstimateTokens(msg)
+	if fixed > budget {
+		return "", fmt.Errorf("agent: the identity and the message need %d tokens, more than the context budget of %d", fixed, budget)
+	}
+	beliefs, working, obs := l.beliefs, l.working, l.observations
+	for {
+		sys := l.render(beliefs, working, obs)
+		if EstimateTokens(sys)+EstimateTokens(msg) <= budget {
+			return sys, nil
+		}
+		switch {
+		case len(obs) > 0:
+			obs = obs[:len(obs)-1]
+		case len(working) > 0:
+			working = working[:len(working)-1]
+		case len(beliefs) > 0:
+			beliefs = beliefs[:len(beliefs)-1]
+		default: // the section headers alone do not fit: identity only
+			return l.identity, nil
+		}
+	}
+}
+
+func (l contextLayers) render(beliefs, working, obs []string) string {
+	var b strings.Builder
+	b.WriteString(l.identity)
+	section := func(title string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		b.WriteString("\n\n" + title + "\n")
+		for _, it := range items {
+			b.WriteString("- " + it + "\n")
+		}
+	}
+	section("What you believe (long-term memory, with where it came from):", beliefs)
+	section("Working memory:", working)
+	section("Recent observations, newest first:", obs)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Context sizes: how many items of each layer are candidates before the budget is applied.
+const (
+	contextBeliefs      = 20
+	contextObservations = 20
+)
+
+// workingContext gathers the layers for a consultation about prompt, caused by observation o.
+func (m *mind) workingContext(o Observation, prompt string) contextLayers {
+	var l contextLayers
+	var id strings.Builder
+	id.WriteString("You are " + m.name + ", an agent of the a2aWebCap runtime. Answer the user's message. " +
+		"You cannot change your memory yourself: what you say and what your tools return are observations your rules may integrate.")
+	axioms := slices.DeleteFunc(slices.Clone(m.pol.rules), func(r *compiledRule) bool { return !r.axiom })
+	if len(axioms) > 0 {
+		id.WriteString("\nAxioms you are bound by:")
+		for _, r := range axioms {
+			id.WriteString("\n- " + r.Name + ": " + r.Reason)
+		}
+	}
+	l.identity = id.String()
+	for _, b := range m.mem.recall(Query{Text: prompt, Limit: contextBeliefs}).Beliefs {
+		p := b.Provenance
+		src := string(p.Source.Kind)
+		if p.Source.Name != "" {
+			src += " " + p.Source.Name
+		}
+		s := fmt.Sprintf("%s is %s (confidence %.2f, %s; from %s, observations %s; reason: %s)",
+			b.Subject, b.Value, b.Confidence, b.Status, src, strings.Join(p.Observations, " "), p.Reason)
+		l.beliefs = append(l.beliefs, s)
+	}
+	for i := len(m.mem.working) - 1; i >= 0; i-- {
+		n := m.mem.working[i]
+		l.working = append(l.working, n.Subject+": "+n.Value+" (seen "+strconv.Itoa(n.Uses)+" times)")
+	}
+	for i := len(m.mem.log) - 1; i >= 0 && len(l.observations) < contextObservations; i-- {
+		x := m.mem.log[i]
+		if x.ID == o.ID || x.Text == "" {
+			continue
+		}
+		src := string(x.Source.Kind)
+		if x.Source.Name != "" {
+			src += " " + x.Source.Name
+		}
+		l.observations = append(l.observations, x.ID+" "+x.Kind+" from "+src+": "+x.Text)
+	}
+	return l
+}
+
+// consult runs the model loop for observation o: the model answers, or calls granted tools
+// whose results go back to it, for at most Limits.ModelSteps rounds. Tool results and the
+// answer are logged as observations and integrated by the rules at depth+1.
+func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run, depth int) map[string]string {
+	res := map[string]string{"action": string(Consult)}
+	switch {
+	case m.tools == nil: // a replay
+		res["status"] = "replayed"
+		return res
+	case m.model == nil:
+		res["status"] = "no-model"
+		return res
+	}
+	if m.life != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(m.life, func() { cancel(context.Cause(m.life)) })()
+	}
+	lim := m.pol.src.Limits
+	prompt := cmpOr(p["prompt"], o.Text)
+	sys, err := m.workingContext(o, prompt).assemble(prompt, lim.ContextTokens)
+	if err != nil {
+		return m.consultFailed(run, r, res, err)
+	}
+	msgs := []ChatMessage{{Role: "system", Content: sys}, {Role: "user", Content: prompt}}
+	var specs []ToolSpec
+	for _, name := range slices.Sorted(maps.Keys(m.tools)) {
+		specs = append(specs, ToolSpec{Name: name, Description: cmpOr(m.toolHelp[name], "the tool "+name)})
+	}
+	onText := func(s string) { m.record(run, Entry{Kind: EntryText, Rule: r.Name, Text: s}) }
+	for step := 1; step <= lim.ModelSteps; step++ {
+		ans, err := m.model.Complete(ctx, msgs, specs, onText)
+		if err != nil {
+			return m.consultFailed(run, r, res, err)
+		}
+		if len(ans.ToolCalls) == 0 {
+			res["status"], res["result"] = "answered", ans.Content
+			answer := m.observe(Event{Kind: "model-answer", Source: Source{Kind: SourceAgent, Name: "model"}, Context: o.Context,
+				Text: ans.Content, Data: map[string]string{"consult": o.ID}})
+			m.record(run, Entry{Kind: EntryOutput, Rule: r.Name, Text: ans.Content})
+			run.Reply = joinLine(run.Reply, ans.Content)
+			if depth < maxToolDepth {
+				_ = m.integrateDepth(ctx, answer, run, depth+1)
+			}
+			return res
+		}
+		msgs = append(msgs, ChatMessage{Role: "assistant", Content: ans.Content, ToolCalls: slices.Clone(ans.ToolCalls)})
+		for _, tc := range ans.ToolCalls {
+			out := m.modelToolCall(ctx, r, o, tc, run, depth)
+			msgs = append(msgs, ChatMessage{Role: "tool", ToolCallID: tc.ID, Content: out})
+		}
+	}
+	return m.consultFailed(run, r, res, fmt.Errorf("agent: the model did not answer within %d steps", lim.ModelSteps))
+}
+
+// modelToolCall runs one tool call of the model, only through a granted tool, and returns what
+// goes back to the model.
+func (m *mind) modelToolCall(ctx context.Context, r *compiledRule, o Observation, tc ToolCall, run *Run, depth int) string {
+	input, err := toolInput(tc.Arguments)
+	m.record(run, Entry{Kind: EntryCall, Rule: r.Name, Action: CallTool, Params: map[string]string{"tool": tc.Name, "input": input, "id": tc.ID}})
+	res := map[string]string{"action": string(CallTool), "subject": tc.Name, "value": tc.ID}
+	tool, granted := m.tools[tc.Name]
+	switch {
+	case !granted || tool == nil:
+		res["status"], res["result"] = "refused", "error: no tool named "+strconv.Quote(tc.Name)+" is available"
+	case err != nil:
+		res["status"], res["result"] = "bad-arguments", "error: "+err.Error()
+	default:
+		out, err := tool(ctx, input)
+		if err != nil {
+			res["status"], res["result"] = "failed", "error: "+err.Error()
+		} else {
+			res["status"], res["result"] = "done", out
+		}
+	}
+	m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: CallTool, Result: maps.Clone(res)})
+	if res["status"] == "done" {
+		follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: tc.Name}, Context: o.Context,
+			Text: res["result"], Data: map[string]string{"call": o.ID, "input": input, "tool": tc.Name, "model-call": tc.ID}})
+		if depth < maxToolDepth {
+			_ = m.integrateDepth(ctx, follow, run, depth+1)
+		}
+	}
+	return res["result"]
+}
+
+func (m *mind) consultFailed(run *Run, r *compiledRule, res map[string]string, err error) map[string]string {
+	m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "consulting the model failed: " + err.Error()})
+	res["status"], res["result"] = "failed", err.Error()
+	run.Failure = "I could not get an answer from my language model."
+	return res
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// toolInput reads a tool call's arguments strictly: a JSON object whose only key is "input", a
+// string.
+func toolInput(args string) (string, error) {
+	bad := errors.New(`the arguments must be a JSON object {"input": string}`)
+	dec := json.NewDecoder(strings.NewReader(args))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", bad
+	}
+	var input string
+	seen := false
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil || k != "input" || seen {
+			return "", bad
+		}
+		seen = true
+		v, err := dec.Token()
+		s, ok := v.(string)
+		if err != nil || !ok {
+			return "", bad
+		}
+		input = s
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') || !seen {
+		return "", bad
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", bad
+	}
+	return input, nil
+}
