@@ -195,14 +195,9 @@ func (s *Session) run(prepare func(ctx context.Context) error, body func(ctx con
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return errorHook{s.err}
+	if h := s.admitLocked(); h != nil {
+		return h
 	}
-	if s.running >= s.limits.MaxPendingCalls {
-		go s.shutdown(protocolErrorf("too many pending calls (limit %d)", s.limits.MaxPendingCalls), true)
-		return errorHook{protocolErrorf("too many pending calls")}
-	}
-	s.running++
 	if prepare == nil {
 		s.enqueueLocked(execTask{body: body, p: p})
 		return p
@@ -226,6 +221,83 @@ func (s *Session) run(prepare func(ctx context.Context) error, body func(ctx con
 		s.enqueueLocked(execTask{body: body, p: p})
 		s.mu.Unlock()
 	}()
+	return p
+}
+
+// admitLocked counts a new local call, or returns the error hook that refuses it. Caller holds
+// mu.
+func (s *Session) admitLocked() hook {
+	if s.err != nil {
+		return errorHook{s.err}
+	}
+	if s.running >= s.limits.MaxPendingCalls {
+		go s.shutdown(protocolErrorf("too many pending calls (limit %d)", s.limits.MaxPendingCalls), true)
+		return errorHook{protocolErrorf("too many pending calls")}
+	}
+	s.running++
+	return nil
+}
+
+// runAfter is run for a call whose promise arguments (in args) are all local results, waits:
+// instead of a goroutine blocked on them, each gets a callback, and the last to settle makes the
+// call ready. A chain of dependent calls then runs back to back on the executor, with no
+// hand-off between goroutines. The arguments are resolved (by then at hand) just before body;
+// if that fails they are released.
+func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx context.Context) (any, error)) hook {
+	prepare := func(ctx context.Context) error {
+		_, err := args.resolve(ctx)
+		if err != nil {
+			args.release()
+		}
+		return err
+	}
+	if s == nil {
+		return s.run(prepare, body)
+	}
+	p := newPromiseHook()
+	s.mu.Lock()
+	if h := s.admitLocked(); h != nil {
+		s.mu.Unlock()
+		args.release()
+		return h
+	}
+	s.mu.Unlock()
+	var left atomic.Int32
+	left.Store(int32(len(waits)))
+	ready := func() {
+		for _, w := range waits {
+			if _, _, ok := tryPull(w); !ok {
+				// Settled to something not at hand (a remote promise): await it off the
+				// executor, as run does (which counts the call again).
+				s.callDone()
+				p.resolve(s.run(prepare, body))
+				return
+			}
+		}
+		s.mu.Lock()
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			s.callDone()
+			args.release()
+			p.resolve(errorHook{err})
+			return
+		}
+		s.enqueueLocked(execTask{body: func(ctx context.Context) (any, error) {
+			if err := prepare(ctx); err != nil {
+				return nil, err
+			}
+			return body(ctx)
+		}, p: p})
+		s.mu.Unlock()
+	}
+	for _, w := range waits {
+		w.onSettled(func() {
+			if left.Add(-1) == 0 {
+				ready()
+			}
+		})
+	}
 	return p
 }
 

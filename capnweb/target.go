@@ -336,17 +336,7 @@ func (h *localHook) call(path []any, args *payload) hook {
 // arguments first, and releases the argument stubs when the call returns: stubs the callee
 // wants to keep it must Dup.
 func (h *localHook) callAndRelease(path []any, args *payload) hook {
-	var prepare func(ctx context.Context) error
-	if hasPending(args.v) {
-		prepare = func(ctx context.Context) error {
-			_, err := args.resolve(ctx)
-			if err != nil {
-				args.release()
-			}
-			return err
-		}
-	}
-	return h.exec.run(prepare, func(ctx context.Context) (any, error) {
+	body := func(ctx context.Context) (any, error) {
 		defer args.release()
 		list, _ := args.v.([]any)
 		var err error
@@ -381,7 +371,20 @@ func (h *localHook) callAndRelease(path []any, args *payload) hook {
 			return nil, NewError("TypeError", fmt.Sprintf("'%s' is not a function.", joinPath(path)))
 		}
 		return invoke(ctx, fn, list)
-	})
+	}
+	if !hasPending(args.v) {
+		return h.exec.run(nil, body)
+	}
+	if waits := localWaits(args.v); waits != nil {
+		return h.exec.runAfter(waits, args, body)
+	}
+	return h.exec.run(func(ctx context.Context) error {
+		_, err := args.resolve(ctx)
+		if err != nil {
+			args.release()
+		}
+		return err
+	}, body)
 }
 
 func (h *localHook) remap(path []any, captures []hook, instrs []any) hook {

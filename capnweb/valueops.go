@@ -164,6 +164,27 @@ func (p *payload) release() {
 	}
 }
 
+// localWaits lists the promises v awaits when every one is a local result (a promiseHook), or
+// returns nil.
+func localWaits(v any) []*promiseHook {
+	var waits []*promiseHook
+	other := anyLeaf(v, func(e any) bool {
+		x, ok := e.(*pending)
+		if !ok {
+			return false
+		}
+		p, ok := x.h.(*promiseHook)
+		if ok {
+			waits = append(waits, p)
+		}
+		return !ok
+	})
+	if other {
+		return nil
+	}
+	return waits
+}
+
 // hasPending reports whether v holds promises to await.
 func hasPending(v any) bool {
 	return anyLeaf(v, func(e any) bool { _, ok := e.(*pending); return ok })

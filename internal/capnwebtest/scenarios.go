@@ -92,6 +92,20 @@ func scenarioCalls(t *testing.T, api *capnweb.Stub) {
 	if got := Await[string](t, api.Call("authenticate", "secret").Call("getUser").Call("greet", "Hi")); got != "Hi, alice!" {
 		t.Errorf("pipelined greet = %q, want %q", got, "Hi, alice!")
 	}
+	// A chain of dependent calls, each taking the previous result as its argument, one await.
+	var acc any = 0
+	var chain []*capnweb.Promise
+	for range 5 {
+		p := api.Call("add", acc, 1)
+		chain = append(chain, p)
+		acc = p
+	}
+	if got := Await[float64](t, chain[len(chain)-1]); got != 5 {
+		t.Errorf("add(add(add(add(add(0, 1), 1), 1), 1), 1) = %v, want 5", got)
+	}
+	for _, p := range chain[:len(chain)-1] {
+		p.Release()
+	}
 	// A promise as an argument: greetName(getProfile().name).
 	prof := api.Call("getProfile")
 	if got := Await[string](t, api.Call("greetName", prof.Get("name"))); got != "Hello, bob" {
@@ -209,6 +223,11 @@ func scenarioErrors(t *testing.T, api *capnweb.Stub) {
 	}
 	if ce.Name != "RangeError" || ce.Message != "something broke" || ce.Code() != "E_BROKE" || ce.Stack != "" {
 		t.Errorf("fail() error = %+v, want RangeError 'something broke' code E_BROKE, no stack", ce)
+	}
+	// A rejected promise as an argument rejects the call with its error.
+	err = AwaitErr(t, api.Call("add", api.Call("fail"), 1))
+	if !errors.As(err, &ce) || ce.Message != "something broke" {
+		t.Errorf("add(fail(), 1) error = %v, want something broke", err)
 	}
 	err = AwaitErr(t, api.Call("noSuchMethod"))
 	if !errors.As(err, &ce) || ce.Name != "TypeError" {
