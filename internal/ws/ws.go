@@ -69,9 +69,6 @@ const (
 	maxControlPayload = 125
 	maxCloseReason    = maxControlPayload - 2
 
-	// CloseGrace bounds how long Close waits for the peer's close frame before it closes the
-	// connection anyway.
-	CloseGrace = 2 * time.Second
 )
 
 // CloseError is returned by ReadMessage once the peer has sent a close frame.
@@ -92,6 +89,9 @@ type ProtocolError struct {
 }
 
 func (e *ProtocolError) Error() string { return "websocket: " + e.Msg }
+
+// closeGrace bounds Close. A variable for tests.
+var closeGrace = 2 * time.Second
 
 // ErrIdle is returned by ReadMessage when IdleAfter passed with nothing to read. The connection
 // is unaffected: call ReadMessage again (typically from a fresh goroutine, whose stack starts
@@ -538,29 +538,25 @@ func (c *Conn) sendClose(code int, reason string) {
 }
 
 // Close sends a close frame with code and reason (truncated to 123 bytes on a UTF-8 boundary),
-// waits up to CloseGrace for the peer's answering close frame, and closes the connection. A
-// concurrent ReadMessage returns the peer's *CloseError or ErrClosed.
+// waits for the peer's answering close frame, and closes the connection. All of it takes at most
+// closeGrace: a peer that stopped reading (so that a write is blocked) or never answers is cut
+// off then. A concurrent ReadMessage returns the peer's *CloseError or ErrClosed.
 func (c *Conn) Close(code int, reason string) error {
+	cut := time.AfterFunc(closeGrace, c.shutdown)
+	defer cut.Stop()
 	c.sendClose(code, reason)
 	if c.rmu.TryLock() {
 		// No reader: read (and drop) what the peer still sends until its close frame.
 		c.takeReader()
-		t := time.AfterFunc(CloseGrace, c.shutdown)
 		for {
 			if _, err := c.readHeaderAndSkip(); err != nil {
 				break
 			}
 		}
-		t.Stop()
 		c.sawClose()
 		c.rmu.Unlock()
 	} else {
-		t := time.NewTimer(CloseGrace)
-		select {
-		case <-c.gotClose:
-		case <-t.C:
-		}
-		t.Stop()
+		<-c.gotClose // the reader sees the close frame, or the error after the cut
 	}
 	c.shutdown()
 	return nil

@@ -279,7 +279,7 @@ func TestCloseWithoutReader(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(CloseGrace / 2):
+	case <-time.After(closeGrace / 2):
 		t.Fatal("Close waited for its grace period although the peer answered")
 	}
 }
@@ -440,5 +440,45 @@ func TestIdleAndWaitReadable(t *testing.T) {
 	s.IdleAfter = 0
 	if _, got, err := s.ReadMessage(0); err != nil || string(got) != "after idle" {
 		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+// A peer that stops reading cannot hold Close: a write blocked on it, and Close itself, end
+// after closeGrace.
+func TestCloseStuckPeer(t *testing.T) {
+	old := closeGrace
+	closeGrace = 200 * time.Millisecond
+	t.Cleanup(func() { closeGrace = old })
+	accepted := make(chan *Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := Accept(w, r, nil); err == nil {
+			accepted <- c
+		}
+	}))
+	defer srv.Close()
+	_ = dial(t, wsURL(srv)) // never reads
+	s := <-accepted
+	writeErr := make(chan error, 1)
+	go func() {
+		big := bytes.Repeat([]byte("x"), 1<<20)
+		for {
+			if err := s.WriteMessages(Binary, big); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // let the socket buffers fill (not needed for correctness)
+	closed := make(chan struct{})
+	go func() { s.Close(StatusNormal, ""); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung on a peer that does not read")
+	}
+	select {
+	case <-writeErr:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write blocked on a peer that does not read was not ended by Close")
 	}
 }
