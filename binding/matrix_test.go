@@ -228,6 +228,14 @@ func TestMatrix(t *testing.T) {
 				if err := c.DeleteTaskPushConfig(t.Context(), &a2a.DeleteTaskPushConfigRequest{TaskID: id, ID: "cfg-1"}); err != nil {
 					t.Fatal(err)
 				}
+				// Deleting is idempotent (A2A 1.0 §3.1.10); on a task the caller cannot see, it
+				// is still TaskNotFound.
+				if err := c.DeleteTaskPushConfig(t.Context(), &a2a.DeleteTaskPushConfigRequest{TaskID: id, ID: "cfg-1"}); err != nil {
+					t.Errorf("second delete: %v, want success", err)
+				}
+				if err := c.DeleteTaskPushConfig(t.Context(), &a2a.DeleteTaskPushConfigRequest{TaskID: "no-such-task", ID: "cfg-1"}); !errorsIs(err, a2a.ErrTaskNotFound) {
+					t.Errorf("delete on a missing task: %v, want ErrTaskNotFound", err)
+				}
 				list, err = c.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: id})
 				if err != nil {
 					t.Fatal(err)

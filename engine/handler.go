@@ -550,7 +550,16 @@ func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPu
 	if err := e.pushAllowed(); err != nil {
 		return err
 	}
-	return notFound(e.st.DeletePushConfig(ctx, ownerOf(ctx, req.Tenant), req.TaskID, req.ID))
+	owner := ownerOf(ctx, req.Tenant)
+	err := e.st.DeletePushConfig(ctx, owner, req.TaskID, req.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		// Deleting is idempotent (A2A 1.0 §3.1.10): a config already gone is not an error,
+		// as long as the task is the caller's.
+		if _, gerr := e.st.Get(ctx, owner, req.TaskID); gerr == nil {
+			return nil
+		}
+	}
+	return notFound(err)
 }
 
 // GetExtendedAgentCard serves the extended card to authenticated callers.
