@@ -63,6 +63,7 @@ type core struct {
 	history  []PolicyVersion   // history[i] is how versions[i] came about
 	current  int               // index in versions
 	edits    []time.Time       // when proposals were applied, for the rate limit
+	reviews  []Review          // proposals held for approval, pending or decided, in order
 	sendErr  error             // the first store error of a Send, for the next Ask
 }
 
@@ -145,6 +146,21 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	}
 	if c.current < 0 || c.current >= len(c.versions) {
 		return nil, fmt.Errorf("agent: loading %s: no policy version %d", name, cur)
+	}
+	if c.reviews, err = st.Reviews(ctx, name); err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+	}
+	// An approval saves its version before its review: a review still pending whose version
+	// was saved was approved when the agent stopped.
+	for _, h := range hist {
+		i := slices.IndexFunc(c.reviews, func(r Review) bool { return h.Review != "" && r.ID == h.Review })
+		if i >= 0 && c.reviews[i].Status == ReviewPending {
+			r := &c.reviews[i]
+			r.Status, r.Reviewer, r.Decided, r.Version = ReviewApproved, h.Approver, h.Applied, h.Version
+			if err := st.SaveReview(ctx, name, *r); err != nil {
+				return nil, fmt.Errorf("agent: saving %s: %w", name, err)
+			}
+		}
 	}
 	m := newMind(name, mem, c.versions[c.current], now)
 	maps.Copy(m.pending, work.Pending)
@@ -370,6 +386,8 @@ type View struct {
 	Policy  Policy
 	Version int
 	History []PolicyVersion
+	// Reviews are the proposals held for a human's approval, pending or decided, in order.
+	Reviews []Review
 	// Beliefs are all beliefs, current and past, in the order written.
 	Beliefs      []Belief
 	Goals        []Goal
@@ -399,6 +417,9 @@ func (c *core) view() View {
 	}
 	for _, h := range c.history {
 		v.History = append(v.History, h.clone())
+	}
+	for _, r := range c.reviews {
+		v.Reviews = append(v.Reviews, r.clone())
 	}
 	for k := range m.tools {
 		v.Tools = append(v.Tools, k)

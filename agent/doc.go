@@ -21,6 +21,13 @@
 // that [Agent.Rollback] undoes. Proposals that touch an axiom or the validation limits are
 // refused with [ErrFrozen].
 //
+// A rule's class is its action. Limits.Approval names the actions whose rules change only with
+// a human's approval: a proposal that passes every check but adds, replaces or removes such a
+// rule is held as a [Review] (Decision.Pending is its ID), saved in the store, and applied only
+// by [Agent.Approve], which re-checks it against the policy then in force and records the
+// approver in the new [PolicyVersion]; [Agent.Reject] records who refused it and why. Like
+// every limit, Limits.Approval is frozen.
+//
 //	text     string            the event's text
 //	command  string            its first word, lower-cased
 //	args     string            the rest, trimmed

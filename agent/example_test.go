@@ -99,6 +99,55 @@ func ExampleAgent_Propose() {
 	// back to version 1
 }
 
+// Chosen rule classes change only with a human's approval: the proposal is held, and approval
+// re-checks it against the policy then in force and records who approved it.
+func ExampleAgent_Approve() {
+	ctx := context.Background()
+	pol := agent.Notes()
+	pol.Limits.Approval = []agent.Action{agent.Forget, agent.Revise, agent.Reply}
+	a, _ := agent.New(ctx, "notes", &agent.Options{Policy: pol})
+	defer a.Close()
+	hello, _ := a.Ask(ctx, agent.UserText("hello"))
+	greet := agent.Proposal{Op: agent.OpAdd,
+		Rule: agent.Rule{Name: "greet", When: `command == "hello"`, Action: agent.Reply,
+			Params: map[string]string{"text": `"Hello to you too."`}, Reason: "users greet"},
+		Justification: "a greeting got the help text", Evidence: []string{hello.Observation}}
+
+	d, err := a.Propose(ctx, greet)
+	fmt.Println("version", d.Version, "pending", d.Pending, err)
+	d, err = a.Approve(ctx, d.Pending, "alice")
+	fmt.Println("version", d.Version, err)
+
+	d, _ = a.Propose(ctx, agent.Proposal{Op: agent.OpRemove, Rule: agent.Rule{Name: "greet"},
+		Justification: "the help text is enough", Evidence: []string{hello.Observation}})
+	r, _ := a.Reject(ctx, d.Pending, "bob", "greetings are polite")
+	fmt.Println(r.ID, r.Status, "by", r.Reviewer+":", r.Reason)
+	_, err = a.Approve(ctx, r.ID, "alice")
+	fmt.Println(err)
+
+	_, err = a.Propose(ctx, agent.Proposal{Op: agent.OpRemove, Rule: agent.Rule{Name: "limits.approval"},
+		Justification: "approval is slow", Evidence: []string{hello.Observation}})
+	fmt.Println(err)
+	_, err = a.Approve(ctx, "r9", "alice")
+	fmt.Println(err)
+
+	v, _ := a.View(ctx)
+	fmt.Println("version", v.Version, "approved by", v.History[1].Approver)
+	for _, r := range v.Reviews {
+		fmt.Println(r.ID, r.Proposal.Op, r.Proposal.Rule.Name, r.Status, r.Reviewer)
+	}
+	// Output:
+	// version 1 pending r1 <nil>
+	// version 2 <nil>
+	// r2 rejected by bob: greetings are polite
+	// agent: review already decided: r2 was rejected by bob
+	// agent: proposal rejected: frozen: "limits.approval" names the validation rules
+	// agent: no such review: "r9"
+	// version 2 approved by alice
+	// r1 add greet approved alice
+	// r2 remove greet rejected bob
+}
+
 // thinker is a stand-in for a language model (package agent/llm is a real one): it calls the
 // "clock" tool once, then answers with what the tool said.
 type thinker struct{}

@@ -101,6 +101,12 @@ type Limits struct {
 	ContextTokens int `json:"contextTokens,omitempty"`
 	// ModelSteps bounds the model calls of one Consult (each may call tools); zero means 4.
 	ModelSteps int `json:"modelSteps,omitempty"`
+	// Approval lists the actions whose rules change only with a human's approval: a proposal
+	// that adds or writes a rule with one of them, or replaces or removes one, is held for
+	// [Agent.Approve]. A rule's class is its action (memory promotion and forgetting: Promote,
+	// Demote, Forget; belief revision: Revise; tool preference: CallTool; asking: AskInput).
+	// Every entry must be a known action. Nil means no approval is needed.
+	Approval []Action `json:"approval,omitempty"`
 }
 
 func (l Limits) withDefaults() Limits {
@@ -136,7 +142,9 @@ type Policy struct {
 }
 
 func (p *Policy) clone() *Policy {
-	return &Policy{Axioms: cloneRules(p.Axioms), Rules: cloneRules(p.Rules), Limits: p.Limits}
+	l := p.Limits
+	l.Approval = slices.Clone(l.Approval)
+	return &Policy{Axioms: cloneRules(p.Axioms), Rules: cloneRules(p.Rules), Limits: l}
 }
 
 // ErrInvalidRule is wrapped by errors about rules that do not compile or type-check.
@@ -181,6 +189,11 @@ func compile(p *Policy) (*compiledPolicy, error) {
 	p = p.clone()
 	p.Limits = p.Limits.withDefaults()
 	cp := &compiledPolicy{src: p}
+	for _, a := range p.Limits.Approval {
+		if _, ok := actionParams[a]; !ok {
+			return nil, fmt.Errorf("%w: limits: approval of unknown action %q", ErrInvalidRule, a)
+		}
+	}
 	names := map[string]bool{}
 	for i, r := range slices.Concat(p.Axioms, p.Rules) {
 		if names[r.Name] {

@@ -48,6 +48,9 @@ type Decision struct {
 	Replayed int
 	// Diff lists the observations whose outcome changes.
 	Diff []Difference
+	// Pending is the ID of the [Review] that holds the proposal for a human's approval, or ""
+	// when the proposal was applied or rejected. See [Limits].Approval.
+	Pending string
 }
 
 // Errors of [Agent.Propose]; each wraps ErrRejected.
@@ -65,17 +68,32 @@ var (
 
 // Propose validates p and, if it passes, applies it as a new policy version. A rejection's
 // error wraps ErrRejected (ErrFrozen, ErrRateLimited, ErrReplayFailed, ErrInvalidRule) and the
-// Decision still reports the replay when there was one.
+// Decision still reports the replay when there was one. A proposal that passes but touches a
+// rule whose action is in Limits.Approval is not applied: the error is nil and
+// Decision.Pending names the [Review] that [Agent.Approve] or [Agent.Reject] decides.
 func (a *Agent) Propose(ctx context.Context, p Proposal) (Decision, error) {
 	return call(ctx, a, func(c *core) (Decision, error) { return c.propose(context.WithoutCancel(ctx), p) })
 }
 
 func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
+	d, cp, err := c.check(ctx, p)
+	if err != nil {
+		return d, err
+	}
+	if c.needsApproval(p) {
+		return c.hold(ctx, p, d)
+	}
+	return c.apply(ctx, p, cp, d, nil)
+}
+
+// check runs every automatic check of p against the policy in force and returns the policy p
+// would make. It changes nothing.
+func (c *core) check(ctx context.Context, p Proposal) (Decision, *compiledPolicy, error) {
 	cur := c.versions[c.current]
 	d := Decision{Version: c.current + 1}
 	lim := cur.src.Limits
-	reject := func(sentinel error, format string, args ...any) (Decision, error) {
-		return d, fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+	reject := func(sentinel error, format string, args ...any) (Decision, *compiledPolicy, error) {
+		return d, nil, fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 	}
 	if slices.ContainsFunc(cur.src.Axioms, func(r Rule) bool { return r.Name == p.Rule.Name }) {
 		return reject(ErrFrozen, "%q is an axiom", p.Rule.Name)
@@ -122,7 +140,7 @@ func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
 	}
 	cp, err := compile(next)
 	if err != nil {
-		return d, fmt.Errorf("%w: %w", ErrRejected, err)
+		return d, nil, fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	// Replay the recent window under both policies, each on a fresh memory.
 	log := c.mind.mem.log
@@ -149,10 +167,19 @@ func (c *core) propose(ctx context.Context, p Proposal) (Decision, error) {
 	if !changed {
 		return reject(ErrReplayFailed, "the change alters nothing on its evidence")
 	}
-	pv := PolicyVersion{Version: len(c.versions) + 1, Rules: cloneRules(next.Rules), Applied: now.UTC()}
-	pp := p
-	pp.Evidence = slices.Clone(p.Evidence)
+	return d, cp, nil
+}
+
+// apply makes cp, which check made from p, the policy in force as a new version; r is the
+// review that approved it, or nil.
+func (c *core) apply(ctx context.Context, p Proposal, cp *compiledPolicy, d Decision, r *Review) (Decision, error) {
+	now := c.mind.now()
+	pv := PolicyVersion{Version: len(c.versions) + 1, Rules: cloneRules(cp.src.Rules), Applied: now.UTC()}
+	pp := p.clone()
 	pv.Proposal = &pp
+	if r != nil {
+		pv.Approver, pv.Review = r.Reviewer, r.ID
+	}
 	if err := c.store.AddPolicy(ctx, c.mind.name, pv); err != nil {
 		return d, fmt.Errorf("agent: saving policy version %d: %w", pv.Version, err)
 	}

@@ -36,6 +36,10 @@ type Store interface {
 	SaveWorking(ctx context.Context, agent string, w WorkingState) error
 	// Working returns the agent's working state; the zero value when none was saved.
 	Working(ctx context.Context, agent string) (WorkingState, error)
+	// SaveReview inserts r or replaces the review with its ID.
+	SaveReview(ctx context.Context, agent string, r Review) error
+	// Reviews returns every review of the agent in the order first saved.
+	Reviews(ctx context.Context, agent string) ([]Review, error)
 }
 
 // WorkingState is an agent's short-term state, kept so that it survives a restart: its working
@@ -59,6 +63,10 @@ type PolicyVersion struct {
 	// Proposal is nil for version 1.
 	Proposal *Proposal `json:"proposal,omitempty"`
 	Applied  time.Time `json:"applied"`
+	// Approver is who approved the proposal, and Review the ID of its review; both "" for a
+	// version that needed no approval.
+	Approver string `json:"approver,omitempty"`
+	Review   string `json:"review,omitempty"`
 }
 
 // ErrDuplicatePolicy is returned by [Store.AddPolicy] for a version already saved.
@@ -78,12 +86,29 @@ type memStore struct {
 	logs    map[string][]Observation
 	ids     map[string]bool
 	beliefs map[string][]Belief
-	at      map[string]int // "b" or "g", agent and ID, NUL-separated -> index in beliefs or goals
+	at      map[string]int // "b", "g" or "r", agent and ID, NUL-separated -> index in beliefs, goals or reviews
 
 	policies map[string][]PolicyVersion
 	current  map[string]int
 	goals    map[string][]Goal
 	working  map[string]WorkingState
+	reviews  map[string][]Review
+}
+
+func (s *memStore) SaveReview(_ context.Context, agent string, r Review) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reviews == nil {
+		s.reviews = map[string][]Review{}
+	}
+	s.reviews[agent] = upsert(s, s.reviews[agent], "r\x00"+agent+"\x00"+r.ID, r.clone())
+	return nil
+}
+
+func (s *memStore) Reviews(_ context.Context, agent string) ([]Review, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneAll(s.reviews[agent], Review.clone), nil
 }
 
 func (s *memStore) SaveWorking(_ context.Context, agent string, w WorkingState) error {
@@ -211,9 +236,7 @@ func cloneObservation(o Observation) Observation {
 func (v PolicyVersion) clone() PolicyVersion {
 	v.Rules = cloneRules(v.Rules)
 	if v.Proposal != nil {
-		p := *v.Proposal
-		p.Rule = cloneRules([]Rule{p.Rule})[0]
-		p.Evidence = slices.Clone(p.Evidence)
+		p := v.Proposal.clone()
 		v.Proposal = &p
 	}
 	return v

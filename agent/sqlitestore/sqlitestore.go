@@ -1,5 +1,5 @@
-// Package sqlitestore keeps agents' observation logs, beliefs, goals, policy versions and working
-// state (working memory, pending questions) in SQLite, in tables of their own (agent_*), so they
+// Package sqlitestore keeps agents' observation logs, beliefs, goals, policy versions, working
+// state (working memory, pending questions) and reviews (proposals held for approval) in SQLite, in tables of their own (agent_*), so they
 // can share the database file of the task store (store/sqlite).
 package sqlitestore
 
@@ -65,6 +65,16 @@ CREATE TABLE agent_goals (
 CREATE TABLE agent_working (
 	agent TEXT NOT NULL PRIMARY KEY,
 	state BLOB NOT NULL
+) STRICT;
+`,
+	// 5: proposals held for a human's approval, pending or decided.
+	`
+CREATE TABLE agent_reviews (
+	agent  TEXT    NOT NULL,
+	id     TEXT    NOT NULL,
+	ord    INTEGER NOT NULL,
+	review BLOB    NOT NULL,
+	PRIMARY KEY (agent, id)
 ) STRICT;
 `,
 }
@@ -187,6 +197,18 @@ func (s *Store) SaveGoal(ctx context.Context, name string, g agent.Goal) error {
 // Goals implements agent.Store.
 func (s *Store) Goals(ctx context.Context, name string) ([]agent.Goal, error) {
 	return query[agent.Goal](ctx, s.db, `SELECT goal FROM agent_goals WHERE agent = ? ORDER BY ord`, name)
+}
+
+// SaveReview implements agent.Store.
+func (s *Store) SaveReview(ctx context.Context, name string, r agent.Review) error {
+	return s.upsert(ctx, `INSERT INTO agent_reviews (agent, id, ord, review)
+		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM agent_reviews WHERE agent = ?1), ?3)
+		ON CONFLICT (agent, id) DO UPDATE SET review = excluded.review`, name, r.ID, r)
+}
+
+// Reviews implements agent.Store.
+func (s *Store) Reviews(ctx context.Context, name string) ([]agent.Review, error) {
+	return query[agent.Review](ctx, s.db, `SELECT review FROM agent_reviews WHERE agent = ? ORDER BY ord`, name)
 }
 
 // upsert runs q with the agent's name, an ID and v as JSON.

@@ -61,3 +61,18 @@ func TestWorkingStateSurvivesReopeningTheFile(t *testing.T) {
 		return s
 	}, func(s agent.Store) { _ = s.(*sqlitestore.Store).Close() })
 }
+
+// A proposal held for approval survives closing the agent and the database file; its approval
+// after reopening survives another.
+func TestPendingProposalSurvivesReopeningTheFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a2awebcap.db")
+	storetest.PendingProposalSurvivesARestart(t, func(t *testing.T) agent.Store {
+		s, err := sqlitestore.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}, func(s agent.Store) { _ = s.(*sqlitestore.Store).Close() })
+}

@@ -3,6 +3,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,6 +196,109 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 		s := open(t)
 		WorkingStateSurvivesARestart(t, func(*testing.T) agent.Store { return s }, func(agent.Store) {})
 	})
+	t.Run("ReviewsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		p := agent.Proposal{Op: agent.OpAdd, Rule: agent.Rule{Name: "r", When: "true", Action: agent.Forget,
+			Params: map[string]string{"subject": `"x"`}, Reason: "why"}, Justification: "j", Evidence: []string{"o1"}}
+		r1 := agent.Review{ID: "r1", Proposal: p, Status: agent.ReviewPending, Base: 1, Proposed: at}
+		r2 := r1
+		r2.ID = "r2"
+		for _, r := range []agent.Review{r1, r2} {
+			if err := s.SaveReview(ctx, "a", r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r1.Status, r1.Reviewer, r1.Reason, r1.Decided = agent.ReviewRejected, "bob", "no", at.Add(time.Minute)
+		if err := s.SaveReview(ctx, "a", r1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Reviews(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Review{r1, r2}, got); diff != "" {
+			t.Errorf("Reviews(a) (-want +got):\n%s", diff)
+		}
+		if got, _ := s.Reviews(ctx, "b"); len(got) != 0 {
+			t.Errorf("Reviews(b) = %v, want none", got)
+		}
+	})
+	t.Run("PendingProposalSurvivesARestart", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		PendingProposalSurvivesARestart(t, func(*testing.T) agent.Store { return s }, func(agent.Store) {})
+	})
+}
+
+// PendingProposalSurvivesARestart checks that a proposal held for approval is still pending, and
+// still not in force, after closing the agent (and, with reopen, its store), and that approving
+// it then applies it and records the approver across another restart.
+func PendingProposalSurvivesARestart(t *testing.T, reopen func(*testing.T) agent.Store, closeStore func(agent.Store)) {
+	t.Helper()
+	ctx := t.Context()
+	pol := agent.Notes()
+	pol.Limits.Approval = []agent.Action{agent.Reply}
+	s := reopen(t)
+	start := func(s agent.Store) *agent.Agent {
+		t.Helper()
+		a, err := agent.New(ctx, "h", &agent.Options{Policy: pol, Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	ask := func(a *agent.Agent, text string) agent.Run {
+		t.Helper()
+		run, err := a.Ask(ctx, agent.UserText(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	a := start(s)
+	hello := ask(a, "hello")
+	greet := agent.Rule{Name: "greet", When: `command == "hello"`, Action: agent.Reply,
+		Params: map[string]string{"text": `"Hi."`}, Reason: "users greet"}
+	d, err := a.Propose(ctx, agent.Proposal{Op: agent.OpAdd, Rule: greet, Justification: "j", Evidence: []string{hello.Observation}})
+	if err != nil || d.Pending == "" {
+		t.Fatalf("Propose() = %+v, %v, want pending", d, err)
+	}
+	before, _ := a.View(ctx)
+	_ = a.Close()
+	closeStore(s)
+
+	s = reopen(t)
+	a = start(s)
+	after, _ := a.View(ctx)
+	if diff := cmp.Diff(before.Reviews, after.Reviews); diff != "" || len(after.Reviews) != 1 || after.Version != 1 {
+		t.Fatalf("after a restart: version %d, reviews (-before +after):\n%s", after.Version, diff)
+	}
+	if run := ask(a, "hello"); strings.Contains(run.Reply, "Hi.") {
+		t.Errorf("a pending proposal is in force after a restart")
+	}
+	if _, err := a.Approve(ctx, d.Pending, "alice"); err != nil {
+		t.Fatalf("Approve() after a restart = %v", err)
+	}
+	_ = a.Close()
+	closeStore(s)
+
+	s = reopen(t)
+	a = start(s)
+	defer a.Close()
+	v, _ := a.View(ctx)
+	if h := v.History[len(v.History)-1]; v.Version != 2 || h.Approver != "alice" || h.Review != d.Pending ||
+		len(v.Reviews) != 1 || v.Reviews[0].Status != agent.ReviewApproved {
+		t.Errorf("after approval and a restart: version %d, last version %+v, reviews %+v", v.Version, h, v.Reviews)
+	}
+	if run := ask(a, "hello"); !strings.Contains(run.Reply, "Hi.") {
+		t.Errorf("after approval and a restart hello → %q, want Hi.", run.Reply)
+	}
+	if _, err := a.Approve(ctx, d.Pending, "bob"); !errors.Is(err, agent.ErrReviewed) {
+		t.Errorf("Approve() again after a restart = %v, want ErrReviewed", err)
+	}
 }
 
 // WorkingStateSurvivesARestart checks that an agent's working memory and pending questions
