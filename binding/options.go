@@ -114,6 +114,12 @@ type Options struct {
 	// and each capnweb call). Zero (nil): no limit.
 	RateLimit *RateLimit
 
+	// Quotas bounds what each principal holds at once: running tasks, open streams, and
+	// pending calls per capnweb session. The same *Quotas given to GRPCOptions counts both
+	// servers together. NewHTTPHandler panics on a negative field.
+	// Zero (nil): no quotas.
+	Quotas *Quotas
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -147,6 +153,10 @@ type GRPCOptions struct {
 	// RateLimit bounds each principal's calls, as Options.RateLimit does for HTTP (the two
 	// servers count separately). Zero (nil): no limit.
 	RateLimit *RateLimit
+
+	// Quotas bounds each principal's running tasks and open streams, as Options.Quotas does
+	// (CapnwebCalls does not apply). Zero (nil): no quotas.
+	Quotas *Quotas
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

@@ -94,6 +94,7 @@ type serveConfig struct {
 	pushAllowHosts                                                []string
 	auth                                                          authConfig
 	tls                                                           tlsConfig
+	quota                                                         quotaConfig
 	rateLimit                                                     float64
 	cardKey                                                       string
 }
@@ -153,6 +154,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
 	c.auth.flags(fs)
 	c.tls.flags(fs)
+	c.quota.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -241,6 +243,10 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if c.rateLimit > 0 {
 		rateLimit = &binding.RateLimit{PerSecond: c.rateLimit, Burst: int(math.Ceil(2 * c.rateLimit))}
 	}
+	quotas, err := c.quota.quotas()
+	if err != nil {
+		return err
+	}
 	tlsCfg, fingerprint, err := c.tls.config(c.addr)
 	if err != nil {
 		return err
@@ -266,7 +272,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
 		CardSigner: cardSign,
-		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit,
+		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	})
 	mux := http.NewServeMux()
@@ -291,7 +297,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit}
+		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
