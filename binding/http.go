@@ -75,6 +75,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		auth:         o.Authenticate,
 		limit:        newLimiter(o.RateLimit),
 		quotas:       qh,
+		challenges:   newChallenges(card),
 		card:         cs,
 		jsonrpcPath:  jsonrpcPath,
 		restPath:     restPath,
@@ -107,6 +108,7 @@ type httpHandler struct {
 	auth         Authenticator
 	limit        *limiter
 	quotas       *quotaHandler // nil: no task or stream quotas
+	challenges   challenges    // of a 401 or 403
 	capnweb      *capnwebBinding
 	maxBody      int64
 	serve03      bool
@@ -187,8 +189,8 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonr
 		return r.WithContext(ctx)
 	}
 	switch rerr.httpStatus {
-	case http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", "Bearer")
+	case http.StatusUnauthorized, http.StatusForbidden:
+		h.challenges.set(w.Header(), r.Header, rerr.httpStatus)
 	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", rerr.meta["retryAfterSeconds"])
 	}
