@@ -73,7 +73,20 @@ func TestServeAPIKeys(t *testing.T) {
 
 func TestServeAuthFlagErrors(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	badUsers := filepath.Join(dir, "bad-users")
+	if err := os.WriteFile(badUsers, []byte("ann-without-hash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plainUsers := filepath.Join(dir, "plain-users")
+	if err := os.WriteFile(plainUsers, []byte("ann:not-a-bcrypt-hash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
+		{"-basic-users-file", filepath.Join(dir, "none")},
+		{"-basic-users-file", badUsers},
+		{"-basic-users-file", plainUsers},
+		{"-introspect-url", "https://as.example/introspect"}, // no client credentials in the environment
 		{"-api-key", "no-principal"},
 		{"-jwks-url", "https://id.example/jwks"},
 		{"-jwt-issuer", "https://id.example", "-jwks-url", "https://id.example/jwks"}, // no audience

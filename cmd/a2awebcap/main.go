@@ -229,6 +229,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 
 	// No scheme configured: no authentication, and the card declares none.
+	c.auth.mtls = c.tls.clientCA != ""
 	schemes, err := c.auth.schemes(ctx)
 	if err != nil {
 		return err
