@@ -40,10 +40,13 @@ type capnwebBinding struct {
 	handler *capnweb.Handler
 	quotas  *quotaState // nil: no task or stream quotas
 	calls   int         // Quotas.CapnwebCalls; 0: no limit
+	caps    CapabilityStore
+	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
+	revokedIDs sync.Map
 }
 
 func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *capnwebBinding {
-	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts()}
+	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities}
 	if o.Quotas != nil {
 		b.calls = o.Quotas.CapnwebCalls
 	}
@@ -202,6 +205,9 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 		return nil, s.authErr
 	}
 	if err := s.grant.permit(method, req, s.user, time.Now()); err != nil {
+		return nil, err
+	}
+	if err := s.b.checkRevoked(ctx, s.grant); err != nil {
 		return nil, err
 	}
 	if rerr := s.b.hh.limit.check(withUser(ctx, s.user), s.remote); rerr != nil {

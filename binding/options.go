@@ -114,6 +114,15 @@ type Options struct {
 	// and each capnweb call). Zero (nil): no limit.
 	RateLimit *RateLimit
 
+	// Capabilities keeps the capnweb sessions saved with save() and the revocations of
+	// attenuated sessions where every replica sharing it sees them: the task store (any
+	// store.Store of this module) does. A revocation then takes effect on the next call on every
+	// replica, and a saved session can be restored on any of them (docs/capnweb-binding.md,
+	// "Attenuation and revocation"); each call of an attenuated session reads the store.
+	// Zero (nil): revocations are held by this process, where the capability lives, and
+	// save/restore answer UNSUPPORTED_OPERATION.
+	Capabilities CapabilityStore
+
 	// Quotas bounds what each principal holds at once: running tasks, open streams, and
 	// pending calls per capnweb session. The same *Quotas given to GRPCOptions counts both
 	// servers together. NewHTTPHandler panics on a negative field.

@@ -12,6 +12,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2awebcap/a2awebcap/auth"
+	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/store"
 )
 
 // authConfig is how serve authenticates callers. Zero: it does not.
@@ -171,4 +173,11 @@ func readLines(path, flagName string) ([]string, error) {
 		return nil, fmt.Errorf("%s: %w", flagName, err)
 	}
 	return lines, nil
+}
+
+// capabilityStore is st when it can keep capnweb capabilities for the replicas sharing it (the
+// stores of this module can), else nil: revocations then stay in the process.
+func capabilityStore(st store.Store) binding.CapabilityStore {
+	cs, _ := st.(binding.CapabilityStore)
+	return cs
 }

@@ -274,7 +274,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
+		Capabilities: capabilityStore(st),
+		Capnweb:      &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
