@@ -71,15 +71,7 @@ func runRevocationAcrossReplicas(t *testing.T, a, b replicaStore) {
 	ctx := t.Context()
 	replicaA, replicaB := startReplica(t, a), startReplica(t, b)
 	alice := dialReplica(t, replicaA, "alice")
-	reasonOf := func(p *capnweb.Promise) string {
-		t.Helper()
-		_, err := p.Await(ctx)
-		if err == nil {
-			return "ok"
-		}
-		_, reason := a2aErr(t, err)
-		return reason
-	}
+	reasonOf := func(p *capnweb.Promise) string { t.Helper(); return callReason(t, p) }
 
 	if _, err := alice.Call("sendMessage", userMessageWire("hello")).Await(ctx); err != nil {
 		t.Fatal(err)

@@ -53,18 +53,11 @@ func TestServeAPIKeys(t *testing.T) {
 		key  string
 		want int
 	}{{"", 401}, {"wrong", 401}, {"k-flag", 200}, {"k-file", 200}} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/a2a/jsonrpc",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("A2A-Version", "1.0")
+		header := http.Header{"A2A-Version": {"1.0"}}
 		if tt.key != "" {
-			req.Header.Set("X-API-Key", tt.key)
+			header.Set("X-API-Key", tt.key)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := listTasks(t, http.DefaultClient, "http://"+addr, header)
 		if resp.StatusCode != tt.want {
 			t.Errorf("ListTasks with key %q: status %d, want %d", tt.key, resp.StatusCode, tt.want)
 		}
@@ -121,4 +114,20 @@ func TestServeAuthDeclared(t *testing.T) {
 	if diff := cmp.Diff(want, card.SecurityRequirements); diff != "" {
 		t.Errorf("declared requirements (-want +got):\n%s", diff)
 	}
+}
+
+// listTasks posts a JSON-RPC ListTasks with header to the server at base and returns the
+// response, its body closed.
+func listTasks(t *testing.T, c *http.Client, base string, header http.Header) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/a2a/jsonrpc",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`))
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
 }

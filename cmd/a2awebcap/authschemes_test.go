@@ -128,17 +128,11 @@ func TestServeBasicIntrospectionMTLS(t *testing.T) {
 		{"inactive token", anon, "Bearer revoked", 401, []string{"Bearer " + realm + `, error="invalid_token"`, "Basic " + realm + `, charset="UTF-8"`}},
 		{"client certificate", mtls, "", 200, nil},
 	} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://"+addr+"/a2a/jsonrpc",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`))
-		req.Header.Set("Content-Type", "application/json")
+		header := http.Header{}
 		if tt.authz != "" {
-			req.Header.Set("Authorization", tt.authz)
+			header.Set("Authorization", tt.authz)
 		}
-		resp, err := tt.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := listTasks(t, tt.client, "https://"+addr, header)
 		if resp.StatusCode != tt.want {
 			t.Errorf("%s: HTTP %d, want %d", tt.name, resp.StatusCode, tt.want)
 		}

@@ -28,18 +28,7 @@ import (
 // serve -card-key signs its card and publishes the key; the client verifies it before it
 // connects, and refuses a key it does not trust.
 func TestServeSignedCard(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "card.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeCardKey(t, t.TempDir())
 	addr := freeAddr(t)
 	base := "http://" + addr
 	cfg := serveConfig{addr: addr, db: "memory", agent: "builtin", drain: time.Second, noPush: true, cardKey: keyFile, baseURL: base}
@@ -80,18 +69,7 @@ func TestServeSignedCard(t *testing.T) {
 // key, and refuse, saying why, a card signed by another key or not signed at all.
 func TestVerbTrustKeys(t *testing.T) {
 	dir := t.TempDir()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "card.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeCardKey(t, dir)
 	addr := freeAddr(t)
 	signed := "http://" + addr
 	cfg, err := parseServe([]string{"-addr", addr, "-db", "memory", "-no-push", "-card-key", keyFile, "-base-url", signed})
@@ -158,4 +136,22 @@ func TestVerbTrustKeys(t *testing.T) {
 			t.Errorf("%s: printed %q although the card was refused", tt.name, out)
 		}
 	}
+}
+
+// writeCardKey writes a new P-256 private key as PKCS#8 PEM into dir and returns its file.
+func writeCardKey(t *testing.T, dir string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "card.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
