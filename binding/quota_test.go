@@ -338,6 +338,25 @@ func TestQuotaTasks(t *testing.T) {
 		})
 	}
 
+	t.Run("FailedSend", func(t *testing.T) {
+		t.Parallel()
+		who := "tasks-failed"
+		for _, target := range []struct {
+			method string
+			stream bool
+		}{{"SendMessage", false}, {"SendStreamingMessage", true}} {
+			msg := userMessageWire("follow-up")["message"].(map[string]any)
+			msg["taskId"] = "no-such-task"
+			r := do(t, "POST", ts.baseURL+DefaultJSONRPCPath, jsonrpcBody(target.method, map[string]any{"message": msg}), "Authorization", "Bearer "+who)
+			if we := jsonrpcError(t, r); we.Reason != "TASK_NOT_FOUND" {
+				t.Errorf("%s to an unknown task: %+v", target.method, we)
+			}
+			if n, _ := q.state.inUse(quotaTasks, "user:"+who); n != 0 {
+				t.Errorf("slots held after a failed %s = %d, want 0", target.method, n)
+			}
+		}
+	})
+
 	t.Run("StreamDropped", func(t *testing.T) {
 		t.Parallel()
 		who, key := "tasks-dropped", "tasks-dropped"
