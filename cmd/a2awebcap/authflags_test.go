@@ -36,16 +36,7 @@ func TestServeAPIKeys(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	waitUp(t, addr)
 
-	resp, err := http.Get("http://" + addr + "/.well-known/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var card a2a.AgentCard
-	err = json.NewDecoder(resp.Body).Decode(&card)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	card := fetchCard(t, http.DefaultClient, "http://"+addr)
 	if got, ok := card.SecuritySchemes["apiKey"].(a2a.APIKeySecurityScheme); !ok || got.Name != "X-API-Key" || len(card.SecurityRequirements) != 1 {
 		t.Errorf("card declares %v %v, want the apiKey scheme", card.SecuritySchemes, card.SecurityRequirements)
 	}
@@ -130,4 +121,19 @@ func listTasks(t *testing.T, c *http.Client, base string, header http.Header) *h
 	}
 	resp.Body.Close()
 	return resp
+}
+
+// fetchCard reads the agent card the server at base serves.
+func fetchCard(t *testing.T, c *http.Client, base string) a2a.AgentCard {
+	t.Helper()
+	resp, err := c.Get(base + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card a2a.AgentCard
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	return card
 }

@@ -90,16 +90,7 @@ func TestServeBasicIntrospectionMTLS(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	resp, err := anon.Get("https://" + addr + "/.well-known/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var card a2a.AgentCard
-	err = json.NewDecoder(resp.Body).Decode(&card)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	card := fetchCard(t, anon, "https://"+addr)
 	wantSchemes := a2a.NamedSecuritySchemes{
 		"introspection": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"},
 		"basic":         a2a.HTTPAuthSecurityScheme{Scheme: "Basic"},
