@@ -11,7 +11,8 @@ package binding
 // the engine on a memory store running the tests' echo agent (engine). CapnwebWire: the binding's conversions alone (toWire of
 // the SendMessageResponse, fromWire of the request). CapnwebAttenuated: CapnwebSendMessage's
 // canned/seq through an attenuated (revocable) session, its revocation held in the process
-// (local) or checked in a shared store on each call (memory, sqlite: Options.Capabilities).
+// (local) or checked in a shared store on each call (memory, sqlite, postgres on
+// 127.0.0.1 or A2A_POSTGRES_DSN: Options.Capabilities).
 
 import (
 	"context"
@@ -26,6 +27,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/store/memory"
+	"github.com/a2awebcap/a2awebcap/store/postgres"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
 )
 
@@ -170,6 +172,14 @@ func BenchmarkCapnwebAttenuated(b *testing.B) {
 		{"memory", func(*testing.B) CapabilityStore { return memory.New() }},
 		{"sqlite", func(b *testing.B) CapabilityStore {
 			st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "a2a.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}},
+		{"postgres", func(b *testing.B) CapabilityStore {
+			st, err := postgres.Open(b.Context(), postgresDSN(b), &postgres.Options{Schema: freshSchema(b)})
 			if err != nil {
 				b.Fatal(err)
 			}

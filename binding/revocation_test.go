@@ -147,16 +147,7 @@ func TestRevocationAcrossReplicasSQLite(t *testing.T) {
 
 func TestRevocationAcrossReplicasPostgres(t *testing.T) {
 	t.Parallel()
-	dsn := postgresDSN(t)
-	schema := fmt.Sprintf("binding_revocation_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, dsn); err == nil {
-			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			conn.Close(ctx)
-		}
-	})
+	dsn, schema := postgresDSN(t), freshSchema(t)
 	open := func() replicaStore {
 		st, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema, MaxConns: 4})
 		if err != nil {
@@ -169,9 +160,24 @@ func TestRevocationAcrossReplicasPostgres(t *testing.T) {
 	runRevocationAcrossReplicas(t, a, open())
 }
 
+// freshSchema names a PostgreSQL schema of its own for tb, dropped when tb ends.
+func freshSchema(tb testing.TB) string {
+	dsn := postgresDSN(tb)
+	schema := fmt.Sprintf("binding_test_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, dsn); err == nil {
+			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			conn.Close(ctx)
+		}
+	})
+	return schema
+}
+
 // postgresDSN is the test server's DSN (A2A_POSTGRES_DSN, else the local server with trust
 // authentication); the test is skipped without one, unless CI is set.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	t.Helper()
 	try := []string{"postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "postgres://root@127.0.0.1:5432/test?sslmode=disable"}
 	if env := os.Getenv("A2A_POSTGRES_DSN"); env != "" {
