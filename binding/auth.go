@@ -3,7 +3,10 @@ package binding
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -82,4 +85,92 @@ func metadataHeaders(md metadata.MD) http.Header {
 		h[http.CanonicalHeaderKey(k)] = vs
 	}
 	return h
+}
+
+// challenges are the WWW-Authenticate challenges of a 401 (RFC 9110 §11.6.1), one per scheme
+// the card declares, in the order of its securityRequirements (then by name): Basic with the
+// agent's realm, Bearer for HTTP bearer, OAuth2 and OpenID Connect (once, however many declare
+// it), and for an API key a challenge naming where the key goes. Mutual TLS has none: the TLS
+// handshake asks for it. A card that declares nothing gets a Bearer challenge.
+type challenges []challenge
+
+type challenge struct {
+	scheme string // the auth-scheme token, compared case-insensitively
+	text   string
+}
+
+func newChallenges(card *a2a.AgentCard) challenges {
+	realm := `realm="` + quoteParam(card.Name) + `"`
+	var names []a2a.SecuritySchemeName
+	seen := map[a2a.SecuritySchemeName]bool{}
+	for _, req := range card.SecurityRequirements {
+		for _, n := range slices.Sorted(maps.Keys(req)) {
+			if _, ok := card.SecuritySchemes[n]; ok && !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(card.SecuritySchemes)) {
+		if !seen[n] {
+			names = append(names, n)
+		}
+	}
+	var cs challenges
+	add := func(scheme, params string) {
+		for _, c := range cs {
+			if strings.EqualFold(c.scheme, scheme) {
+				return
+			}
+		}
+		cs = append(cs, challenge{scheme: scheme, text: scheme + " " + params})
+	}
+	for _, n := range names {
+		switch s := card.SecuritySchemes[n].(type) {
+		case a2a.HTTPAuthSecurityScheme:
+			switch {
+			case strings.EqualFold(s.Scheme, "basic"):
+				add("Basic", realm+`, charset="UTF-8"`)
+			case strings.EqualFold(s.Scheme, "bearer"):
+				add("Bearer", realm)
+			case s.Scheme != "":
+				add(s.Scheme, realm)
+			}
+		case a2a.OAuth2SecurityScheme, a2a.OpenIDConnectSecurityScheme:
+			add("Bearer", realm)
+		case a2a.APIKeySecurityScheme:
+			cs = append(cs, challenge{scheme: "APIKey", text: fmt.Sprintf(`APIKey %s, in="%s", name="%s"`,
+				realm, quoteParam(string(s.Location)), quoteParam(s.Name))})
+		}
+	}
+	if len(cs) == 0 {
+		add("Bearer", realm)
+	}
+	return cs
+}
+
+// set writes the challenges of a refusal with status: every challenge for a 401, where a bearer
+// token the request carried gets error="invalid_token" (RFC 6750 §3.1; a request without
+// credentials gets no error code); for a 403 of a bearer token, the Bearer challenge with
+// error="insufficient_scope".
+func (cs challenges) set(h, req http.Header, status int) {
+	scheme, _, _ := strings.Cut(req.Get("Authorization"), " ")
+	gaveBearer := strings.EqualFold(scheme, "Bearer")
+	for _, c := range cs {
+		isBearer := c.scheme == "Bearer"
+		switch {
+		case status == http.StatusForbidden && isBearer && gaveBearer:
+			h.Add("WWW-Authenticate", c.text+`, error="insufficient_scope"`)
+		case status != http.StatusUnauthorized:
+		case isBearer && gaveBearer:
+			h.Add("WWW-Authenticate", c.text+`, error="invalid_token"`)
+		default:
+			h.Add("WWW-Authenticate", c.text)
+		}
+	}
+}
+
+// quoteParam escapes s for a quoted-string auth parameter.
+func quoteParam(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "").Replace(s)
 }

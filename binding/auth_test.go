@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/google/go-cmp/cmp"
 )
 
 // tokenAuth accepts "Bearer <name>" for alice and bob; anything else is refused, and carol is
@@ -150,5 +151,66 @@ func TestRateLimit(t *testing.T) {
 	}
 	if _, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}); err == nil || !strings.Contains(err.Error(), "too many requests") {
 		t.Errorf("alice's third gRPC request: %v, want the rate limit", err)
+	}
+}
+
+// A 401 challenges with every scheme the card declares, in its order; a refused bearer token
+// is invalid_token (RFC 6750), a bearer token of a principal refused is insufficient_scope.
+func TestAuthenticateChallenges(t *testing.T) {
+	t.Parallel()
+	card := testCard()
+	card.Name = `echo "agent"`
+	card.SecuritySchemes = a2a.NamedSecuritySchemes{
+		"basic":  a2a.HTTPAuthSecurityScheme{Scheme: "Basic"},
+		"jwt":    a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT"},
+		"oidc":   a2a.OpenIDConnectSecurityScheme{OpenIDConnectURL: "https://id.example/.well-known/openid-configuration"},
+		"key":    a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: "X-API-Key"},
+		"mtls":   a2a.MutualTLSSecurityScheme{},
+		"oauth2": a2a.OAuth2SecurityScheme{Flows: a2a.ClientCredentialsOAuthFlow{TokenURL: "https://id.example/token"}},
+	}
+	card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"key": {}}, {"jwt": {}}, {"basic": {}}, {"oidc": {}}, {"mtls": {}}}
+	ts := startServer(t, serverConfig{card: card, opts: &Options{Authenticate: tokenAuth}})
+	const realm = `realm="echo \"agent\""`
+	all := func(bearerErr string) []string {
+		return []string{
+			`APIKey ` + realm + `, in="header", name="X-API-Key"`,
+			`Bearer ` + realm + bearerErr,
+			`Basic ` + realm + `, charset="UTF-8"`,
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		header []string
+		status int
+		want   []string
+	}{
+		{"none", nil, 401, all("")},
+		{"bad bearer", []string{"Authorization", "Bearer forged"}, 401, all(`, error="invalid_token"`)},
+		{"bad basic", []string{"Authorization", "Basic Zm9vOmJhcg=="}, 401, all("")},
+		{"refused bearer principal", []string{"Authorization", "Bearer carol"}, 403, []string{`Bearer ` + realm + `, error="insufficient_scope"`}},
+	} {
+		for _, target := range []struct{ method, url string }{
+			{"POST", ts.baseURL + DefaultJSONRPCPath},
+			{"GET", ts.baseURL + DefaultRESTPath + "/tasks/x"},
+		} {
+			var body []byte
+			if target.method == "POST" {
+				body = jsonrpcBody("GetTask", map[string]any{"id": "x"})
+			}
+			r := do(t, target.method, target.url, body, tt.header...)
+			if r.status != tt.status {
+				t.Errorf("%s %s: HTTP %d, want %d", tt.name, target.url, r.status, tt.status)
+			}
+			if diff := cmp.Diff(tt.want, r.header.Values("WWW-Authenticate")); diff != "" {
+				t.Errorf("%s %s: WWW-Authenticate (-want +got):\n%s", tt.name, target.url, diff)
+			}
+		}
+	}
+
+	// A card that declares nothing: a Bearer challenge, as before.
+	plain := startServer(t, serverConfig{opts: &Options{Authenticate: tokenAuth}})
+	r := do(t, "GET", plain.baseURL+DefaultRESTPath+"/tasks/x", nil)
+	if got := r.header.Values("WWW-Authenticate"); len(got) != 1 || got[0] != `Bearer realm="echo"` {
+		t.Errorf("undeclared: WWW-Authenticate = %q", got)
 	}
 }

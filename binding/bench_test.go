@@ -9,12 +9,16 @@ package binding
 // the one session), answered by cannedHandler at once (canned: the binding and capnweb alone) or
 // after 300µs (io300us: calls that block, which must not hold up the calls behind them), or by
 // the engine on a memory store running the tests' echo agent (engine). CapnwebWire: the binding's conversions alone (toWire of
-// the SendMessageResponse, fromWire of the request).
+// the SendMessageResponse, fromWire of the request). CapnwebAttenuated: CapnwebSendMessage's
+// canned/seq through an attenuated (revocable) session, its revocation held in the process
+// (local) or checked in a shared store on each call (memory, sqlite, postgres on
+// 127.0.0.1 or A2A_POSTGRES_DSN: Options.Capabilities).
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -22,6 +26,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/store/memory"
+	"github.com/a2awebcap/a2awebcap/store/postgres"
+	"github.com/a2awebcap/a2awebcap/store/sqlite"
 )
 
 // cannedHandler answers SendMessage with the completed task an echo agent would have made (see
@@ -59,8 +66,13 @@ func benchTask(m *a2a.Message) *a2a.Task {
 // capnwebPipe serves h's capnweb binding to a new client session over an in-memory pipe and
 // returns the client's session, closed by tb.Cleanup.
 func capnwebPipe(tb testing.TB, h a2asrv.RequestHandler) *capnweb.Session {
+	return capnwebPipeWith(tb, h, nil)
+}
+
+// capnwebPipeWith is capnwebPipe with the handler's options.
+func capnwebPipeWith(tb testing.TB, h a2asrv.RequestHandler, opts *Options) *capnweb.Session {
 	tb.Helper()
-	hh := NewHTTPHandler(h, testCard(), nil).(*httpHandler)
+	hh := NewHTTPHandler(h, testCard(), opts).(*httpHandler)
 	main, err := hh.capnweb.newMain(httptest.NewRequest(http.MethodGet, DefaultCapnwebPath, nil))
 	if err != nil {
 		tb.Fatal(err)
@@ -149,4 +161,49 @@ func BenchmarkCapnwebWire(b *testing.B) {
 			}
 		}
 	})
+}
+
+func BenchmarkCapnwebAttenuated(b *testing.B) {
+	stores := []struct {
+		name string
+		open func(b *testing.B) CapabilityStore
+	}{
+		{"local", func(*testing.B) CapabilityStore { return nil }},
+		{"memory", func(*testing.B) CapabilityStore { return memory.New() }},
+		{"sqlite", func(b *testing.B) CapabilityStore {
+			st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "a2a.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}},
+		{"postgres", func(b *testing.B) CapabilityStore {
+			st, err := postgres.Open(b.Context(), postgresDSN(b), &postgres.Options{Schema: freshSchema(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}},
+	}
+	for _, sc := range stores {
+		b.Run(sc.name, func(b *testing.B) {
+			main := capnwebPipeWith(b, cannedHandler{}, &Options{Capabilities: sc.open(b)}).Main()
+			ctx := b.Context()
+			p := main.Call("attenuate", map[string]any{})
+			defer p.Release()
+			v, err := p.Await(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			view := v.(*capnweb.Stub)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := sendAndCheck(ctx, view); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

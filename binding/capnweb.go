@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -37,10 +38,18 @@ type capnwebBinding struct {
 	hh      *httpHandler
 	auth    func(context.Context, http.Header) (*a2asrv.User, error)
 	handler *capnweb.Handler
+	quotas  *quotaState // nil: no task or stream quotas
+	calls   int         // Quotas.CapnwebCalls; 0: no limit
+	caps    CapabilityStore
+	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
+	revokedIDs sync.Map
 }
 
 func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *capnwebBinding {
-	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate}
+	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities}
+	if o.Quotas != nil {
+		b.calls = o.Quotas.CapnwebCalls
+	}
 	var hopts capnweb.HandlerOptions
 	if o.Capnweb != nil {
 		hopts = *o.Capnweb
@@ -85,7 +94,7 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 // newMain builds the main object of one connection.
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
-	s := &agentSession{b: b, params: params, origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr}
+	s := &agentSession{b: b, params: params, origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr, pending: new(atomic.Int64)}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
 	}
@@ -149,16 +158,45 @@ type agentSession struct {
 	authErr error // set when the connection did not authenticate: calls fail with it
 	batch   bool  // an HTTP batch: no live streams, no callbacks
 	grant   *grant
-	remote  string // the connection's remote address, for rate limits of anonymous callers
+	remote  string        // the connection's remote address, for rate limits of anonymous callers
+	pending *atomic.Int64 // the connection's calls that have not settled (Quotas.CapnwebCalls)
 }
 
 // call returns the context of one call: a CallContext with the merged service parameters and
-// the session's principal, after the binding's checks. ctx is the method's: call first tells
-// capnweb that the call is about to block (the RequestHandler waits on the agent and the store),
-// so that the calls behind it on the connection start without waiting for it.
-func (s *agentSession) call(ctx context.Context, method string, req, perCall any) (context.Context, error) {
+// the session's principal, after the binding's checks, holding the call's quota slots; and the
+// function that gives back the slots nobody took over, which the method calls when it settles.
+// ctx is the method's: call first tells capnweb that the call is about to block (the
+// RequestHandler waits on the agent and the store), so that the calls behind it on the
+// connection start without waiting for it.
+func (s *agentSession) call(ctx context.Context, method string, req, perCall any) (context.Context, func(), error) {
+	// Counted before the hand-off, while the connection's calls still start in order.
+	if s.b.calls > 0 {
+		if s.pending.Add(1) > int64(s.b.calls) {
+			s.pending.Add(-1)
+			return nil, nil, errQuota(quotaCapnwebCalls, s.b.calls)
+		}
+	}
 	capnweb.Blocking(ctx)
-	return s.callContext(ctx, method, req, perCall)
+	cctx, err := s.callContext(ctx, method, req, perCall)
+	if err != nil {
+		s.settle()
+		return nil, nil, err
+	}
+	send := method == "SendMessage" || method == "SendStreamingMessage"
+	stream := method == "SendStreamingMessage" || method == "SubscribeToTask" || method == "SubscribeToPushNotifications"
+	cctx, done, rerr := s.b.quotas.reserve(cctx, principalKey(withUser(ctx, s.user), s.remote), send, stream)
+	if rerr != nil {
+		s.settle()
+		return nil, nil, rerr
+	}
+	return cctx, func() { done(); s.settle() }, nil
+}
+
+// settle counts a call that call admitted as settled.
+func (s *agentSession) settle() {
+	if s.b.calls > 0 {
+		s.pending.Add(-1)
+	}
 }
 
 // callContext is call without the hand-off, for calls made outside a method (push).
@@ -167,6 +205,9 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 		return nil, s.authErr
 	}
 	if err := s.grant.permit(method, req, s.user, time.Now()); err != nil {
+		return nil, err
+	}
+	if err := s.b.checkRevoked(ctx, s.grant); err != nil {
 		return nil, err
 	}
 	if rerr := s.b.hh.limit.check(withUser(ctx, s.user), s.remote); rerr != nil {
@@ -206,10 +247,11 @@ func (s *agentSession) SendMessage(ctx context.Context, request, params any) (an
 	if err := fromWire(request, &req); err != nil {
 		return nil, err
 	}
-	cctx, err := s.call(ctx, "SendMessage", &req, params)
+	cctx, done, err := s.call(ctx, "SendMessage", &req, params)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	res, err := s.b.h.SendMessage(cctx, &req)
 	if err != nil {
 		return nil, err
@@ -289,10 +331,11 @@ func unary[Req, Res any](s *agentSession, ctx context.Context, method string, re
 	if err := fromWire(request, req); err != nil {
 		return nil, err
 	}
-	cctx, err := s.call(ctx, method, req, params)
+	cctx, done, err := s.call(ctx, method, req, params)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	res, err := op(cctx, req)
 	if err != nil {
 		return nil, err
@@ -308,10 +351,11 @@ func (s *agentSession) SendStreamingMessage(ctx context.Context, request, observ
 		return nil, err
 	}
 	obs, params := splitObserver(observer, params)
-	cctx, err := s.call(ctx, "SendStreamingMessage", &req, params)
+	cctx, done, err := s.call(ctx, "SendStreamingMessage", &req, params)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	h := &taskHandle{s: s, tenant: req.Tenant, ready: make(chan struct{})}
 	return s.deliver(ctx, cctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
 		return s.b.h.SendStreamingMessage(ctx, &req)
@@ -325,10 +369,11 @@ func (s *agentSession) SubscribeToTask(ctx context.Context, request, observer, p
 		return nil, err
 	}
 	obs, params := splitObserver(observer, params)
-	cctx, err := s.call(ctx, "SubscribeToTask", &req, params)
+	cctx, done, err := s.call(ctx, "SubscribeToTask", &req, params)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	return s.deliver(ctx, cctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
 		return s.b.h.SubscribeToTask(ctx, &req)
 	}, obs, s.handle(req.ID, req.Tenant))
@@ -511,18 +556,26 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 	if callback == nil {
 		return nil, invalidParams("callback must be a function")
 	}
-	cctx, err := s.call(ctx, "SubscribeToPushNotifications", &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}, params)
+	cctx, done, err := s.call(ctx, "SubscribeToPushNotifications", &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}, params)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	// Fail now for an unknown task, rather than in the background.
 	if _, err := s.b.h.GetTask(cctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}); err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
+	// The subscription holds one stream slot for its life; its subscriptions count as it.
+	var streamSlot *slot
+	if held, ok := cctx.Value(slotsKey{}).(*quotaSlots); ok && held.stream.take() {
+		streamSlot = held.stream
+		sctx = context.WithValue(sctx, slotsKey{}, &quotaSlots{stream: streamSlot})
+	}
 	sub := &pushSubscription{cancel: cancel}
 	cb := callback.Dup()
 	go func() {
+		defer streamSlot.release()
 		defer cb.Release()
 		defer cancel()
 		s.push(sctx, a2a.TaskID(taskID), cb, params)

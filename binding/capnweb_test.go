@@ -42,6 +42,17 @@ func userMessageWire(text string) map[string]any {
 	}}
 }
 
+// callReason awaits p and returns "ok", or the reason of the capnweb error it failed with.
+func callReason(t *testing.T, p *capnweb.Promise) string {
+	t.Helper()
+	_, err := p.Await(t.Context())
+	if err == nil {
+		return "ok"
+	}
+	_, reason := a2aErr(t, err)
+	return reason
+}
+
 // a2aErr returns the code and reason properties of a capnweb error.
 func a2aErr(t *testing.T, err error) (float64, string) {
 	t.Helper()
@@ -283,15 +294,7 @@ func TestCapnwebAttenuation(t *testing.T) {
 		return string(res.Event.TaskInfo().TaskID)
 	}
 	a, b := taskID("a"), taskID("b")
-	reasonOf := func(p *capnweb.Promise) string {
-		t.Helper()
-		_, err := p.Await(ctx)
-		if err == nil {
-			return "ok"
-		}
-		_, reason := a2aErr(t, err)
-		return reason
-	}
+	reasonOf := func(p *capnweb.Promise) string { t.Helper(); return callReason(t, p) }
 
 	ro := main.Call("attenuate", map[string]any{"readOnly": true})
 	if got := reasonOf(ro.Call("getTask", map[string]any{"id": a})); got != "ok" {

@@ -34,9 +34,16 @@
 // or batch request, or the object passed to authenticate) before it reaches
 // the RequestHandler, which sees the principal as the CallContext's User — the
 // engine scopes every task to it. A refusal is UNAUTHENTICATED (HTTP 401 with
-// WWW-Authenticate, JSON-RPC -31401, codes.Unauthenticated) or, for an error
-// wrapping a2a.ErrUnauthorized, UNAUTHORIZED (403, -31403,
-// codes.PermissionDenied). The public agent card needs no credentials.
+// WWW-Authenticate naming each scheme the card declares, JSON-RPC -31401,
+// codes.Unauthenticated) or, for an error wrapping a2a.ErrUnauthorized,
+// UNAUTHORIZED (403, -31403, codes.PermissionDenied). The public agent card
+// needs no credentials.
+//
+// [Options].RateLimit bounds each principal's request rate, and [Options].Quotas
+// what it holds at once (running tasks, open streams, capnweb pending calls):
+// over either, HTTP 429 / JSON-RPC -32000 / codes.ResourceExhausted, with
+// reason RATE_LIMITED or QUOTA_EXCEEDED. [Options].Capabilities shares capnweb
+// revocations and saved sessions among replicas (docs/security.md).
 //
 // Every binding applies the same request checks before the request reaches
 // the RequestHandler, and reports them with the error codes of the spec's

@@ -48,6 +48,12 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 		maxMsg = math.MaxInt32
 	}
 	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}, auth: o.Authenticate, limit: newLimiter(o.RateLimit)}
+	o.Quotas.check()
+	if st := o.Quotas.counts(); st != nil {
+		// Its watchers end with the tasks they follow, or when h's subscriptions do.
+		g.quotas = st
+		h = newQuotaHandler(h, st)
+	}
 	if o.Authenticate != nil {
 		h = withAuthenticatedUsers(h)
 	}
@@ -72,6 +78,7 @@ type grpcGuard struct {
 	supported []string
 	auth      Authenticator
 	limit     *limiter
+	quotas    *quotaState // nil: no task or stream quotas
 }
 
 func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -79,6 +86,11 @@ func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 	if err != nil {
 		return nil, err
 	}
+	ctx, done, err := g.reserve(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	return handler(ctx, req)
 }
 
@@ -87,7 +99,26 @@ func (g *grpcGuard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	if err != nil {
 		return err
 	}
+	ctx, done, err := g.reserve(ctx, info.FullMethod)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+}
+
+// reserve takes the quota slots a call of an A2A service method needs (quotaState.reserve).
+func (g *grpcGuard) reserve(ctx context.Context, fullMethod string) (context.Context, func(), error) {
+	service, method, _ := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+	if g.quotas == nil || (service != grpcService10 && service != grpcService03) {
+		return ctx, func() {}, nil
+	}
+	send, stream := grpcKind(method)
+	ctx, done, rerr := g.quotas.reserve(ctx, principalKey(ctx, grpcPeerAddr(ctx)), send, stream)
+	if rerr != nil {
+		return ctx, nil, grpcError(rerr)
+	}
+	return ctx, done, nil
 }
 
 type ctxStream struct {

@@ -61,6 +61,12 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	if o.KeepAlive > 0 {
 		topts = append(topts, a2asrv.WithTransportKeepAlive(o.KeepAlive))
 	}
+	o.Quotas.check()
+	var qh *quotaHandler
+	if st := o.Quotas.counts(); st != nil {
+		qh = newQuotaHandler(h, st)
+		h = qh
+	}
 	inner := h // what a2a-go's handlers call
 	if o.Authenticate != nil {
 		inner = withAuthenticatedUsers(h)
@@ -68,6 +74,8 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	hh := &httpHandler{
 		auth:         o.Authenticate,
 		limit:        newLimiter(o.RateLimit),
+		quotas:       qh,
+		challenges:   newChallenges(card),
 		card:         cs,
 		jsonrpcPath:  jsonrpcPath,
 		restPath:     restPath,
@@ -99,6 +107,8 @@ type httpHandler struct {
 	capnwebPath  string // exact path; "" when the capnweb binding is off
 	auth         Authenticator
 	limit        *limiter
+	quotas       *quotaHandler // nil: no task or stream quotas
+	challenges   challenges    // of a 401 or 403
 	capnweb      *capnwebBinding
 	maxBody      int64
 	serve03      bool
@@ -111,12 +121,35 @@ type httpHandler struct {
 }
 
 // Close ends the capnweb binding's sessions (WebSocket connections outlive an
-// http.Server's Shutdown, which does not track hijacked connections).
+// http.Server's Shutdown, which does not track hijacked connections), and stops following
+// running tasks for their quota slots.
 func (h *httpHandler) Close() error {
+	var err error
 	if h.capnweb != nil {
-		return h.capnweb.Close()
+		err = h.capnweb.Close()
 	}
-	return nil
+	if h.quotas != nil {
+		h.quotas.close()
+	}
+	return err
+}
+
+// reserve takes the quota slots a request needs; see quotaState.reserve. It returns nil after
+// answering with the refusal.
+func (h *httpHandler) reserve(w http.ResponseWriter, r *http.Request, send, stream, jsonrpc bool, id json.RawMessage) (*http.Request, func()) {
+	if h.quotas == nil {
+		return r, func() {}
+	}
+	ctx, done, rerr := h.quotas.st.reserve(r.Context(), principalKey(r.Context(), r.RemoteAddr), send, stream)
+	if rerr == nil {
+		return r.WithContext(ctx), done
+	}
+	if jsonrpc {
+		writeJSONRPCError(w, id, false, rerr)
+	} else {
+		writeRESTError(w, negotiateJSON(r.Header.Get("Accept")), rerr)
+	}
+	return nil, nil
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -156,8 +189,8 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonr
 		return r.WithContext(ctx)
 	}
 	switch rerr.httpStatus {
-	case http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", "Bearer")
+	case http.StatusUnauthorized, http.StatusForbidden:
+		h.challenges.set(w.Header(), r.Header, rerr.httpStatus)
 	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", rerr.meta["retryAfterSeconds"])
 	}
@@ -216,6 +249,12 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	if version != Version03 {
 		body = camelParams(body)
 	}
+	send, _ := jsonrpcKind(env.Method)
+	r, done := h.reserve(w, r, send, stream, true, id)
+	if r == nil {
+		return
+	}
+	defer done()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	switch {
@@ -281,6 +320,12 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 
+	send, stream := restKind(r)
+	r, done := h.reserve(w, r, send, stream, false, nil)
+	if r == nil {
+		return
+	}
+	defer done()
 	r2 := stripPrefix(r, h.restPath)
 	if version == Version03 {
 		h.restV03.ServeHTTP(&eventIDWriter{w: w}, r2) // routes under /v1/...

@@ -114,6 +114,21 @@ type Options struct {
 	// and each capnweb call). Zero (nil): no limit.
 	RateLimit *RateLimit
 
+	// Capabilities keeps the capnweb sessions saved with save() and the revocations of
+	// attenuated sessions where every replica sharing it sees them: the task store (any
+	// store.Store of this module) does. A revocation then takes effect on the next call on every
+	// replica, and a saved session can be restored on any of them (docs/capnweb-binding.md,
+	// "Attenuation and revocation"); each call of an attenuated session reads the store.
+	// Zero (nil): revocations are held by this process, where the capability lives, and
+	// save/restore answer UNSUPPORTED_OPERATION.
+	Capabilities CapabilityStore
+
+	// Quotas bounds what each principal holds at once: running tasks, open streams, and
+	// pending calls per capnweb session. The same *Quotas given to GRPCOptions counts both
+	// servers together. NewHTTPHandler panics on a negative field.
+	// Zero (nil): no quotas.
+	Quotas *Quotas
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -147,6 +162,10 @@ type GRPCOptions struct {
 	// RateLimit bounds each principal's calls, as Options.RateLimit does for HTTP (the two
 	// servers count separately). Zero (nil): no limit.
 	RateLimit *RateLimit
+
+	// Quotas bounds each principal's running tasks and open streams, as Options.Quotas does
+	// (CapnwebCalls does not apply). Zero (nil): no quotas.
+	Quotas *Quotas
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

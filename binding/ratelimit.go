@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 )
@@ -88,11 +87,7 @@ func (l *limiter) check(ctx context.Context, addr string) *requestError {
 	if l == nil {
 		return nil
 	}
-	key := "ip:" + hostOf(addr)
-	if u, ok := ctx.Value(userKey{}).(*a2asrv.User); ok && u != nil && u.Authenticated {
-		key = "user:" + u.Name
-	}
-	return l.checkKey(key)
+	return l.checkKey(principalKey(ctx, addr))
 }
 
 func (l *limiter) checkKey(key string) *requestError {

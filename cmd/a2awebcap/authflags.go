@@ -12,6 +12,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2awebcap/a2awebcap/auth"
+	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/store"
 )
 
 // authConfig is how serve authenticates callers. Zero: it does not.
@@ -24,6 +26,9 @@ type authConfig struct {
 	jwtScopes    string
 	jwksURL      string
 	oidcIssuer   string
+	basicFile    string // user:bcrypt-hash lines
+	introspect   string // RFC 7662 endpoint; client credentials from the environment
+	mtls         bool   // -tls-client-ca is set: verified client certificates name principals
 }
 
 // keyFlag is a repeatable KEY=PRINCIPAL flag.
@@ -38,8 +43,10 @@ func (a *authConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&a.apiKeyHeader, "api-key-header", envOr("A2AWEBCAP_API_KEY_HEADER", "X-API-Key"), "the header carrying API keys (A2AWEBCAP_API_KEY_HEADER)")
 	fs.StringVar(&a.jwtIssuer, "jwt-issuer", envOr("A2AWEBCAP_JWT_ISSUER", ""), "accept bearer JWTs from this issuer `URL` (needs -jwks-url and -jwt-audience) (A2AWEBCAP_JWT_ISSUER)")
 	fs.StringVar(&a.jwtAudience, "jwt-audience", envOr("A2AWEBCAP_JWT_AUDIENCE", ""), "the aud a bearer JWT must carry (A2AWEBCAP_JWT_AUDIENCE)")
-	fs.StringVar(&a.jwtScopes, "jwt-scopes", envOr("A2AWEBCAP_JWT_SCOPES", ""), "comma-separated `scopes` a bearer JWT must all carry (scope or scp claim); empty: none (A2AWEBCAP_JWT_SCOPES)")
+	fs.StringVar(&a.jwtScopes, "jwt-scopes", envOr("A2AWEBCAP_JWT_SCOPES", ""), "comma-separated `scopes` a bearer token (JWT or introspected) must all carry; empty: none (A2AWEBCAP_JWT_SCOPES)")
 	fs.StringVar(&a.jwksURL, "jwks-url", envOr("A2AWEBCAP_JWKS_URL", ""), "the -jwt-issuer's key set `URL` (A2AWEBCAP_JWKS_URL)")
+	fs.StringVar(&a.basicFile, "basic-users-file", envOr("A2AWEBCAP_BASIC_USERS_FILE", ""), "accept HTTP Basic credentials of the users in this `file`, one user:bcrypt-hash a line (htpasswd -nB user), # comments; serve it over TLS (A2AWEBCAP_BASIC_USERS_FILE)")
+	fs.StringVar(&a.introspect, "introspect-url", envOr("A2AWEBCAP_INTROSPECT_URL", ""), "accept opaque bearer tokens this RFC 7662 introspection endpoint `URL` says are active, asked with the client ID and secret in A2AWEBCAP_INTROSPECT_CLIENT_ID and A2AWEBCAP_INTROSPECT_CLIENT_SECRET; -jwt-audience and -jwt-scopes apply when set; after -jwt-issuer or -oidc-issuer, which take JWT-shaped tokens (A2AWEBCAP_INTROSPECT_URL)")
 	fs.StringVar(&a.oidcIssuer, "oidc-issuer", envOr("A2AWEBCAP_OIDC_ISSUER", ""), "accept bearer JWTs from this OpenID provider `URL`, keys found by discovery (needs -jwt-audience) (A2AWEBCAP_OIDC_ISSUER)")
 }
 
@@ -67,8 +74,44 @@ func (a *authConfig) schemes(ctx context.Context) ([]auth.Scheme, error) {
 			return nil, fmt.Errorf("-jwt-issuer: %w", err)
 		}
 		out = append(out, s)
-	case a.jwksURL != "", len(scopes) > 0:
-		return nil, errors.New("-jwks-url and -jwt-scopes need -jwt-issuer or -oidc-issuer")
+	case a.jwksURL != "":
+		return nil, errors.New("-jwks-url needs -jwt-issuer")
+	case len(scopes) > 0 && a.introspect == "":
+		return nil, errors.New("-jwt-scopes needs -jwt-issuer, -oidc-issuer or -introspect-url")
+	}
+	if a.introspect != "" {
+		id, secret := os.Getenv("A2AWEBCAP_INTROSPECT_CLIENT_ID"), os.Getenv("A2AWEBCAP_INTROSPECT_CLIENT_SECRET")
+		if id == "" || secret == "" {
+			return nil, errors.New("-introspect-url needs A2AWEBCAP_INTROSPECT_CLIENT_ID and A2AWEBCAP_INTROSPECT_CLIENT_SECRET")
+		}
+		s, err := auth.NewIntrospection("introspection", &auth.IntrospectionOptions{
+			URL: a.introspect, ClientID: id, ClientSecret: secret, Audience: a.jwtAudience, Scopes: scopes})
+		if err != nil {
+			return nil, fmt.Errorf("-introspect-url: %w", err)
+		}
+		out = append(out, s)
+	}
+	if a.basicFile != "" {
+		users, err := readLines(a.basicFile, "-basic-users-file")
+		if err != nil {
+			return nil, err
+		}
+		hashes := make(map[string]string, len(users))
+		for _, l := range users {
+			u, h, ok := strings.Cut(l, ":")
+			if !ok || u == "" || h == "" {
+				return nil, errors.New("-basic-users-file: lines are user:bcrypt-hash") // never echo a hash
+			}
+			if _, dup := hashes[u]; dup {
+				return nil, fmt.Errorf("-basic-users-file: user %s given twice", u)
+			}
+			hashes[u] = h
+		}
+		s, err := auth.NewBasic("basic", hashes)
+		if err != nil {
+			return nil, fmt.Errorf("-basic-users-file: %w", err)
+		}
+		out = append(out, s)
 	}
 	keys, err := a.keys()
 	if err != nil {
@@ -81,6 +124,10 @@ func (a *authConfig) schemes(ctx context.Context) ([]auth.Scheme, error) {
 		}
 		out = append(out, s)
 	}
+	if a.mtls {
+		// Last: a request's explicit credentials speak before the connection's certificate.
+		out = append(out, auth.NewMTLS("mtls", nil))
+	}
 	return out, nil
 }
 
@@ -88,20 +135,11 @@ func (a *authConfig) schemes(ctx context.Context) ([]auth.Scheme, error) {
 func (a *authConfig) keys() (map[string]string, error) {
 	lines := append([]string(nil), a.apiKeys...)
 	if a.apiKeysFile != "" {
-		f, err := os.Open(a.apiKeysFile)
+		file, err := readLines(a.apiKeysFile, "-api-keys-file")
 		if err != nil {
-			return nil, fmt.Errorf("-api-keys-file: %w", err)
+			return nil, err
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
-				lines = append(lines, l)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("-api-keys-file: %w", err)
-		}
+		lines = append(lines, file...)
 	}
 	keys := make(map[string]string, len(lines))
 	for _, l := range lines {
@@ -115,4 +153,31 @@ func (a *authConfig) keys() (map[string]string, error) {
 		keys[k] = p
 	}
 	return keys, nil
+}
+
+// readLines reads the non-empty lines of a credentials file that are not # comments, trimmed.
+func readLines(path, flagName string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	return lines, nil
+}
+
+// capabilityStore is st when it can keep capnweb capabilities for the replicas sharing it (the
+// stores of this module can), else nil: revocations then stay in the process.
+func capabilityStore(st store.Store) binding.CapabilityStore {
+	cs, _ := st.(binding.CapabilityStore)
+	return cs
 }

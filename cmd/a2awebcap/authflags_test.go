@@ -36,16 +36,7 @@ func TestServeAPIKeys(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	waitUp(t, addr)
 
-	resp, err := http.Get("http://" + addr + "/.well-known/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var card a2a.AgentCard
-	err = json.NewDecoder(resp.Body).Decode(&card)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	card := fetchCard(t, http.DefaultClient, "http://"+addr)
 	if got, ok := card.SecuritySchemes["apiKey"].(a2a.APIKeySecurityScheme); !ok || got.Name != "X-API-Key" || len(card.SecurityRequirements) != 1 {
 		t.Errorf("card declares %v %v, want the apiKey scheme", card.SecuritySchemes, card.SecurityRequirements)
 	}
@@ -53,18 +44,11 @@ func TestServeAPIKeys(t *testing.T) {
 		key  string
 		want int
 	}{{"", 401}, {"wrong", 401}, {"k-flag", 200}, {"k-file", 200}} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/a2a/jsonrpc",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("A2A-Version", "1.0")
+		header := http.Header{"A2A-Version": {"1.0"}}
 		if tt.key != "" {
-			req.Header.Set("X-API-Key", tt.key)
+			header.Set("X-API-Key", tt.key)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := listTasks(t, http.DefaultClient, "http://"+addr, header)
 		if resp.StatusCode != tt.want {
 			t.Errorf("ListTasks with key %q: status %d, want %d", tt.key, resp.StatusCode, tt.want)
 		}
@@ -73,7 +57,20 @@ func TestServeAPIKeys(t *testing.T) {
 
 func TestServeAuthFlagErrors(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	badUsers := filepath.Join(dir, "bad-users")
+	if err := os.WriteFile(badUsers, []byte("ann-without-hash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plainUsers := filepath.Join(dir, "plain-users")
+	if err := os.WriteFile(plainUsers, []byte("ann:not-a-bcrypt-hash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
+		{"-basic-users-file", filepath.Join(dir, "none")},
+		{"-basic-users-file", badUsers},
+		{"-basic-users-file", plainUsers},
+		{"-introspect-url", "https://as.example/introspect"}, // no client credentials in the environment
 		{"-api-key", "no-principal"},
 		{"-jwks-url", "https://id.example/jwks"},
 		{"-jwt-issuer", "https://id.example", "-jwks-url", "https://id.example/jwks"}, // no audience
@@ -108,4 +105,35 @@ func TestServeAuthDeclared(t *testing.T) {
 	if diff := cmp.Diff(want, card.SecurityRequirements); diff != "" {
 		t.Errorf("declared requirements (-want +got):\n%s", diff)
 	}
+}
+
+// listTasks posts a JSON-RPC ListTasks with header to the server at base and returns the
+// response, its body closed.
+func listTasks(t *testing.T, c *http.Client, base string, header http.Header) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/a2a/jsonrpc",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`))
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// fetchCard reads the agent card the server at base serves.
+func fetchCard(t *testing.T, c *http.Client, base string) a2a.AgentCard {
+	t.Helper()
+	resp, err := c.Get(base + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card a2a.AgentCard
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	return card
 }

@@ -69,3 +69,35 @@ func cardSigner(path, baseURL string) (func(*a2a.AgentCard) error, http.Handler,
 	})
 	return sign, publish, nil
 }
+
+// trustedCardVerifier reads the JWK set at path (-trust-keys) and returns the check a client
+// verb runs on the agent card: it must carry a signature by one of those keys.
+func trustedCardVerifier(path string) (func(*a2a.AgentCard) error, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-trust-keys: %w", err)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("-trust-keys %s: not a JWK set: %w", path, err)
+	}
+	var keys jose.JSONWebKeySet
+	for _, k := range set.Keys {
+		// Public signing keys only: a symmetric key verifies whatever its holders sign.
+		if k.Valid() && k.IsPublic() && k.Use != "enc" {
+			keys.Keys = append(keys.Keys, k.Public())
+		}
+	}
+	if len(keys.Keys) == 0 {
+		return nil, fmt.Errorf("-trust-keys %s: no public signing key in the set", path)
+	}
+	return func(card *a2a.AgentCard) error {
+		switch err := auth.VerifyCard(card, &keys); {
+		case errors.Is(err, auth.ErrCardUnsigned):
+			return fmt.Errorf("the agent card is not signed, and -trust-keys requires a signature: %w", err)
+		case err != nil:
+			return fmt.Errorf("the agent card's signature does not verify with a -trust-keys key: %w", err)
+		}
+		return nil
+	}, nil
+}

@@ -98,6 +98,7 @@ type serveConfig struct {
 	pushAllowHosts                                                []string
 	auth                                                          authConfig
 	tls                                                           tlsConfig
+	quota                                                         quotaConfig
 	rateLimit                                                     float64
 	cardKey                                                       string
 	llmURL, llmModel                                              string
@@ -160,6 +161,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
 	c.auth.flags(fs)
 	c.tls.flags(fs)
+	c.quota.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -245,6 +247,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 
 	// No scheme configured: no authentication, and the card declares none.
+	c.auth.mtls = c.tls.clientCA != ""
 	schemes, err := c.auth.schemes(ctx)
 	if err != nil {
 		return err
@@ -258,6 +261,10 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	var rateLimit *binding.RateLimit
 	if c.rateLimit > 0 {
 		rateLimit = &binding.RateLimit{PerSecond: c.rateLimit, Burst: int(math.Ceil(2 * c.rateLimit))}
+	}
+	quotas, err := c.quota.quotas()
+	if err != nil {
+		return err
 	}
 	tlsCfg, fingerprint, err := c.tls.config(c.addr)
 	if err != nil {
@@ -284,8 +291,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
 		CardSigner: cardSign,
-		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit,
-		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
+		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
+		Capabilities: capabilityStore(st),
+		Capnweb:      &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -309,7 +317,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit}
+		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}

@@ -55,6 +55,7 @@ type verbFlags struct {
 	token   string
 	timeout time.Duration
 	tenant  string
+	trust   string // JWK set file: the card must be signed by one of its keys
 }
 
 type headerFlag []string
@@ -69,6 +70,7 @@ func (v *verbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.token, "token", os.Getenv("A2AWEBCAP_TOKEN"), "bearer `token` sent as Authorization (A2AWEBCAP_TOKEN)")
 	fs.DurationVar(&v.timeout, "timeout", 0, "give up after this long; 0: no limit for streams, 2m otherwise")
 	fs.StringVar(&v.tenant, "tenant", "", "the tenant, for agents that serve several")
+	fs.StringVar(&v.trust, "trust-keys", os.Getenv("A2AWEBCAP_TRUST_KEYS"), "refuse the agent unless its card is signed by a key of this JWK set `file` (e.g. the agent's "+cardJWKSPath+", obtained from a source you trust) (A2AWEBCAP_TRUST_KEYS)")
 }
 
 func (v *verbFlags) header() (http.Header, error) {
@@ -176,14 +178,25 @@ func runVerb(verb string, args []string, stdout, stderr io.Writer) error {
 	out := &printer{w: stdout, json: vf.output == "json"}
 	url := pos[0]
 
+	var verify func(*a2a.AgentCard) error
+	if vf.trust != "" {
+		if verify, err = trustedCardVerifier(vf.trust); err != nil {
+			return err
+		}
+	}
 	if verb == "card" {
 		card, err := resolveCard(ctx, url, header)
 		if err != nil {
 			return err
 		}
+		if verify != nil {
+			if err := verify(card); err != nil {
+				return err
+			}
+		}
 		return out.card(card)
 	}
-	c, chosen, err := dialAgent(ctx, url, vf.binding, header)
+	c, chosen, err := dialAgent(ctx, url, vf.binding, header, verify)
 	if err != nil {
 		return err
 	}
@@ -430,8 +443,8 @@ func withServiceParam(ctx context.Context, key, value string) context.Context {
 
 // dialAgent connects to the agent at url over the named binding ("auto": the best one the card
 // and the client share), and says which it chose.
-func dialAgent(ctx context.Context, url, bindingName string, header http.Header) (agentAPI, string, error) {
-	opts := &client.Options{Header: header}
+func dialAgent(ctx context.Context, url, bindingName string, header http.Header, verify func(*a2a.AgentCard) error) (agentAPI, string, error) {
+	opts := &client.Options{Header: header, VerifyCard: verify}
 	if bindingName != "auto" && bindingName != "" {
 		opts.Binding = client.Binding(bindingName)
 	}
