@@ -99,12 +99,12 @@ func serve(t *testing.T, a *agent.Agent, b client.Binding) func(text string) []a
 	}
 }
 
-// The whole LLM path through the engine and two bindings: the model streams a tool call (its
+// The whole LLM path through the engine and every binding: the model streams a tool call (its
 // arguments split over chunks), gets the tool's result in its next request, and streams the
-// answer; the A2A events follow the agent's working log in order.
+// answer; the A2A events follow the agent's working log in order, the same on each binding.
 func TestLLMAgentEndToEnd(t *testing.T) {
 	t.Parallel()
-	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingCapnweb} {
+	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingREST, client.BindingGRPC, client.BindingCapnweb, client.BindingCapnwebBatch} {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			s := &sse{bodies: []string{
