@@ -68,7 +68,6 @@ const (
 
 	maxControlPayload = 125
 	maxCloseReason    = maxControlPayload - 2
-
 )
 
 // CloseError is returned by ReadMessage once the peer has sent a close frame.
@@ -542,7 +541,8 @@ func (c *Conn) sendClose(code int, reason string) {
 // closeGrace: a peer that stopped reading (so that a write is blocked) or never answers is cut
 // off then. A concurrent ReadMessage returns the peer's *CloseError or ErrClosed.
 func (c *Conn) Close(code int, reason string) error {
-	cut := time.AfterFunc(closeGrace, c.shutdown)
+	cutoff := make(chan struct{})
+	cut := time.AfterFunc(closeGrace, func() { close(cutoff); c.shutdown() })
 	defer cut.Stop()
 	c.sendClose(code, reason)
 	if c.rmu.TryLock() {
@@ -556,7 +556,12 @@ func (c *Conn) Close(code int, reason string) error {
 		c.sawClose()
 		c.rmu.Unlock()
 	} else {
-		<-c.gotClose // the reader sees the close frame, or the error after the cut
+		// The reader sees the close frame, or the error after the cut. (It may also have
+		// stopped reading after its current message: then only the cut ends the wait.)
+		select {
+		case <-c.gotClose:
+		case <-cutoff:
+		}
 	}
 	c.shutdown()
 	return nil

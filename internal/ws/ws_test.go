@@ -482,3 +482,38 @@ func TestCloseStuckPeer(t *testing.T) {
 		t.Fatal("a write blocked on a peer that does not read was not ended by Close")
 	}
 }
+
+// A reader that returns with a message and then stops reading (its session ended) must not
+// leave Close waiting for a close frame nobody will read.
+func TestCloseAfterReaderStopped(t *testing.T) {
+	old := closeGrace
+	closeGrace = 100 * time.Millisecond
+	t.Cleanup(func() { closeGrace = old })
+	accepted := make(chan *Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := Accept(w, r, nil); err == nil {
+			accepted <- c
+		}
+	}))
+	defer srv.Close()
+	conn, br := rawClient(t, srv)
+	s := <-accepted
+	read := make(chan struct{})
+	go func() { s.ReadMessage(0); close(read) }() // one message, then it stops reading
+	for s.rmu.TryLock() {                         // until the reader holds the lock
+		s.rmu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { s.Close(StatusNormal, ""); close(done) }()
+	if op, _ := readFrame(t, br); op != opClose {
+		t.Fatalf("got opcode %d, want the close frame", op)
+	}
+	conn.Write(frame(true, opText, []byte("last"), true)) // the reader returns with it; no close answer
+	<-read
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited forever for a reader that had stopped")
+	}
+}
