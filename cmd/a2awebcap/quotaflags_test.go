@@ -15,7 +15,7 @@ import (
 func TestServeQuotas(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
-	cfg, err := parseServe([]string{"-addr", addr, "-db", "memory", "-max-tasks", "1", "-max-streams", "1",
+	cfg, err := parseServe([]string{"-addr", addr, "-db", "memory", "-agent", "builtin", "-max-tasks", "1", "-max-streams", "1", // builtin: "wait" keeps a task running
 		"-api-key", "k-alice=alice", "-api-key", "k-bob=bob"})
 	if err != nil {
 		t.Fatal(err)
