@@ -70,7 +70,7 @@ type Store struct {
 
 	// The statements of the hot writes, prepared once on w (a transaction uses them through
 	// Tx.StmtContext, which reuses the prepared statement of its connection).
-	insTask, updTask, insEvent, enqueueStmt *sql.Stmt
+	insTask, updTask, insEvent, insEvents, enqueueStmt *sql.Stmt
 
 	wq        chan *writeReq
 	urgent    chan *writeReq // Create: committed before the writes queued on wq
@@ -218,6 +218,8 @@ func (s *Store) prepare(ctx context.Context) error {
 			WHERE id = ? AND tenant = ? AND principal = ? AND version = ?
 			RETURNING last_seq`},
 		{&s.insEvent, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)`},
+		{&s.insEvents, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?, ?)`, eventsPerInsert-1)},
 		{&s.enqueueStmt, enqueueSQL},
 	} {
 		st, err := s.w.PrepareContext(ctx, p.sql)
@@ -233,7 +235,7 @@ func (s *Store) prepare(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	s.committer.Wait()
-	for _, st := range []*sql.Stmt{s.insTask, s.updTask, s.insEvent, s.enqueueStmt} {
+	for _, st := range []*sql.Stmt{s.insTask, s.updTask, s.insEvent, s.insEvents, s.enqueueStmt} {
 		if st != nil {
 			st.Close()
 		}
@@ -396,12 +398,33 @@ func owned(ctx context.Context, q interface {
 	return true, nil
 }
 
+// eventsPerInsert is how many events one statement of insertEvents inserts: a statement costs
+// more than a row, so a long batch of events goes in statements of this many rows.
+const eventsPerInsert = 16
+
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id a2a.TaskID, first int64, now int64, encoded [][]byte) error {
-	ins := tx.StmtContext(ctx, s.insEvent)
-	for i, b := range encoded {
-		if _, err := ins.ExecContext(ctx, string(id), first+int64(i), now, b); err != nil {
-			return fmt.Errorf("append event %d: %w", first+int64(i), err)
+	var many, one *sql.Stmt
+	args := make([]any, 0, 4*eventsPerInsert)
+	for i := 0; i < len(encoded); {
+		n, stmt := 1, &one
+		if len(encoded)-i >= eventsPerInsert {
+			n, stmt = eventsPerInsert, &many
 		}
+		if *stmt == nil {
+			if n == 1 {
+				*stmt = tx.StmtContext(ctx, s.insEvent)
+			} else {
+				*stmt = tx.StmtContext(ctx, s.insEvents)
+			}
+		}
+		args = args[:0]
+		for j := i; j < i+n; j++ {
+			args = append(args, string(id), first+int64(j), now, encoded[j])
+		}
+		if _, err := (*stmt).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("append events %d-%d: %w", first+int64(i), first+int64(i+n-1), err)
+		}
+		i += n
 	}
 	return nil
 }
