@@ -786,12 +786,7 @@ func TestGroupCommit(t *testing.T) {
 	if total != 11 || len(sizes) > 2 {
 		t.Errorf("events per Update = %v, want 11 events in at most 2 Updates", sizes)
 	}
-	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING"}
-	for range 10 {
-		want = append(want, "artifact")
-	}
-	want = append(want, "status:TASK_STATE_COMPLETED")
-	if diff := cmp.Diff(want, kindsGot); diff != "" {
+	if diff := cmp.Diff(chunkKinds(10, a2a.TaskStateCompleted), kindsGot); diff != "" {
 		t.Errorf("stream (-want +got):\n%s", diff)
 	}
 	checkLog(t, mem, task.ID, 10)
@@ -800,6 +795,16 @@ func TestGroupCommit(t *testing.T) {
 	if ex.yieldAfterEnd {
 		t.Error("the executor's yield of the final state returned true, want false")
 	}
+}
+
+// chunkKinds is what kinds gives for the log of a "many n" or "invalid n" task that ended in
+// state final: the submitted task, working, n chunks, final.
+func chunkKinds(n int, final a2a.TaskState) []string {
+	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING"}
+	for range n {
+		want = append(want, "artifact")
+	}
+	return append(want, "status:"+string(final))
 }
 
 // checkLog checks the log and the stored task of a "many n" task: the submitted task, working,
@@ -811,12 +816,8 @@ func checkLog(t *testing.T, st store.Store, id a2a.TaskID, n int) {
 	if err != nil {
 		t.Fatalf("Events() error = %v", err)
 	}
-	var got, want []string
-	want = append(want, "task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING")
-	for range n {
-		want = append(want, "artifact")
-	}
-	want = append(want, "status:TASK_STATE_COMPLETED")
+	var got []string
+	want := chunkKinds(n, a2a.TaskStateCompleted)
 	for i, ev := range evs {
 		if ev.Seq != int64(i+1) {
 			t.Errorf("event %d has Seq %d, want %d", i, ev.Seq, i+1)
@@ -897,12 +898,7 @@ func TestInvalidEventAfterQueuedOnes(t *testing.T) {
 	for _, ev := range evs {
 		got = append(got, kinds([]a2a.Event{ev.Event})...)
 	}
-	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING"}
-	for range 50 {
-		want = append(want, "artifact")
-	}
-	want = append(want, "status:TASK_STATE_FAILED")
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(chunkKinds(50, a2a.TaskStateFailed), got); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
 	if len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != 50 {
