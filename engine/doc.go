@@ -6,7 +6,10 @@
 //
 //   - Durable tasks: every event the executor yields is applied to the task and written, with
 //     the event itself, in one store transaction (store.Store: SQLite by default, PostgreSQL,
-//     memory). A restart loses nothing; tasks whose executor died are marked failed.
+//     memory). A restart loses nothing; tasks whose executor died are marked failed. The
+//     executor runs ahead of the store by a few events (4): those it yields while a write is
+//     under way go to the store together in the next one (group commit), so a fast executor
+//     pays one write per batch, not per event, and subscribers see each event once it is stored.
 //   - Streams and subscriptions that start with the Task (or carry a single Message), deliver
 //     the same events in the same order to every subscriber, and close when the task reaches a
 //     terminal or interrupted state. A subscriber that falls behind catches up from the log.

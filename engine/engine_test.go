@@ -23,6 +23,10 @@ import (
 type scripted struct {
 	mu      sync.Mutex
 	release map[string]chan struct{} // "slow <key>" waits on release[key]
+	// yielded is closed by "many" once its executor has returned, and yieldAfterEnd says what
+	// its yield of the final state returned (the engine stops an executor there: false).
+	yielded       chan struct{}
+	yieldAfterEnd bool
 }
 
 func (s *scripted) gate(key string) chan struct{} {
@@ -103,6 +107,33 @@ func (s *scripted) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 				}
 			}
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case "many", "invalid":
+			// "many N": N chunks of one artifact, then completed (and more if allowed).
+			// "invalid N": N chunks, then an artifact update without an artifact, then more.
+			defer close(s.yielded)
+			var n int
+			fmt.Sscan(words[1], &n)
+			if !yield(working, nil) {
+				return
+			}
+			id := a2a.NewArtifactID()
+			for i := range n {
+				ev := a2a.NewArtifactUpdateEvent(ec, id, a2a.NewTextPart(fmt.Sprint(i)))
+				ev.Append = i > 0
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if cmd == "invalid" && !yield(&a2a.TaskArtifactUpdateEvent{TaskID: ec.TaskID, ContextID: ec.ContextID}, nil) {
+				return
+			}
+			more := yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+			s.mu.Lock()
+			s.yieldAfterEnd = more
+			s.mu.Unlock()
+			if more {
+				yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("too late")), nil)
+			}
 		default:
 			if !yield(working, nil) {
 				return
@@ -124,7 +155,7 @@ func (s *scripted) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 func newEngine(t *testing.T) (*engine.Engine, *scripted, store.Store) {
 	t.Helper()
 	st := memory.New()
-	ex := &scripted{}
+	ex := &scripted{yielded: make(chan struct{})}
 	e := engine.New(ex, st, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -683,5 +714,196 @@ func TestExecutorRefusal(t *testing.T) {
 	task, ok := res.(*a2a.Task)
 	if err != nil || !ok || task.Status.State != a2a.TaskStateFailed {
 		t.Errorf("SendMessage(crash) = %#v, %v; want a failed task", res, err)
+	}
+}
+
+// gatedStore holds every Update until release is closed, and records how many events each
+// Update carried.
+type gatedStore struct {
+	store.Store
+	release chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (g *gatedStore) Update(ctx context.Context, t *store.Task, events []a2a.Event) error {
+	<-g.release
+	g.mu.Lock()
+	g.sizes = append(g.sizes, len(events))
+	g.mu.Unlock()
+	return g.Store.Update(ctx, t, events)
+}
+
+// Events the executor yields while a write is under way go to the store together, in the next
+// write (group commit), and the log, the task and the stream are what one write per event
+// would have made.
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+	mem := memory.New()
+	t.Cleanup(func() { mem.Close() })
+	st := &gatedStore{Store: mem, release: make(chan struct{})}
+	ex := &scripted{yielded: make(chan struct{})}
+	e := engine.New(ex, st, nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e.Close(ctx)
+	})
+	ctx := as(t.Context(), "alice")
+	// n chunks and completed: the first Update takes at least one, the rest fit in the queue.
+	n := engine.MaxBatch
+	next, stop := iter.Pull2(e.SendStreamingMessage(ctx, msg(fmt.Sprint("many ", n))))
+	defer stop()
+	first, err, _ := next() // the task, created with its first event (working)
+	task, ok := first.(*a2a.Task)
+	if err != nil || !ok {
+		t.Fatalf("stream opens with %v, %v; want the task", first, err)
+	}
+	select {
+	case <-ex.yielded: // every event is queued: the first Update holds the rest back
+	case <-time.After(30 * time.Second):
+		t.Fatal("the executor did not get to yield all its events while a write was held")
+	}
+	close(st.release)
+	kindsGot := kinds([]a2a.Event{first})
+	for {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stream error = %v", err)
+		}
+		kindsGot = append(kindsGot, kinds([]a2a.Event{ev})...)
+	}
+	st.mu.Lock()
+	sizes := st.sizes
+	st.mu.Unlock()
+	// The first Update took what was queued then; it was held until the executor had yielded
+	// every event, so one more Update carries all the rest: n+1 events in at most 2 writes.
+	total := 0
+	for _, k := range sizes {
+		total += k
+	}
+	if total != n+1 || len(sizes) > 2 {
+		t.Errorf("events per Update = %v, want %d events in at most 2 Updates", sizes, n+1)
+	}
+	if diff := cmp.Diff(chunkKinds(n, a2a.TaskStateCompleted), kindsGot); diff != "" {
+		t.Errorf("stream (-want +got):\n%s", diff)
+	}
+	checkLog(t, mem, task.ID, n)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.yieldAfterEnd {
+		t.Error("the executor's yield of the final state returned true, want false")
+	}
+}
+
+// chunkKinds is what kinds gives for the log of a "many n" or "invalid n" task that ended in
+// state final: the submitted task, working, n chunks, final.
+func chunkKinds(n int, final a2a.TaskState) []string {
+	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING"}
+	for range n {
+		want = append(want, "artifact")
+	}
+	return append(want, "status:"+string(final))
+}
+
+// checkLog checks the log and the stored task of a "many n" task: the submitted task, working,
+// n chunks in order, completed; sequence numbers 1, 2, 3, … without gaps; the chunks assembled.
+func checkLog(t *testing.T, st store.Store, id a2a.TaskID, n int) {
+	t.Helper()
+	owner := store.Owner{Principal: "alice"}
+	evs, err := st.Events(t.Context(), owner, id, 0, 0)
+	if err != nil {
+		t.Fatalf("Events() error = %v", err)
+	}
+	var got []string
+	want := chunkKinds(n, a2a.TaskStateCompleted)
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Errorf("event %d has Seq %d, want %d", i, ev.Seq, i+1)
+		}
+		got = append(got, kinds([]a2a.Event{ev.Event})...)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	rec, err := st.Get(t.Context(), owner, id)
+	if err != nil {
+		t.Fatalf("Get() error = %v", err)
+	}
+	if len(rec.Task.Artifacts) != 1 {
+		t.Fatalf("task has %d artifacts, want 1", len(rec.Task.Artifacts))
+	}
+	var parts []string
+	for _, p := range rec.Task.Artifacts[0].Parts {
+		parts = append(parts, p.Text())
+	}
+	var wantParts []string
+	for i := range n {
+		wantParts = append(wantParts, fmt.Sprint(i))
+	}
+	if diff := cmp.Diff(wantParts, parts); diff != "" {
+		t.Errorf("assembled artifact (-want +got):\n%s", diff)
+	}
+	if rec.LastSeq != int64(len(want)) {
+		t.Errorf("LastSeq = %d, want %d", rec.LastSeq, len(want))
+	}
+}
+
+// A stream of many events, written as fast as the executor yields them, loses none, keeps their
+// order, and ends at the final state.
+func TestFastStream(t *testing.T) {
+	t.Parallel()
+	e, ex, st := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	const n = 1000
+	var got []string
+	var id a2a.TaskID
+	for ev, err := range e.SendStreamingMessage(ctx, msg(fmt.Sprint("many ", n))) {
+		if err != nil {
+			t.Fatalf("stream error = %v", err)
+		}
+		if task, ok := ev.(*a2a.Task); ok {
+			id = task.ID
+		}
+		got = append(got, kinds([]a2a.Event{ev})...)
+	}
+	if len(got) != n+3 || got[0] != "task:TASK_STATE_SUBMITTED" || got[len(got)-1] != "status:TASK_STATE_COMPLETED" {
+		t.Fatalf("stream of %d events from %v to %v, want %d from the submitted task to completed", len(got), got[0], got[len(got)-1], n+3)
+	}
+	checkLog(t, st, id, n)
+	<-ex.yielded
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.yieldAfterEnd {
+		t.Error("the executor's yield of the final state returned true, want false")
+	}
+}
+
+// An invalid event fails the task; the events before it are written, whether or not they were
+// queued together with it.
+func TestInvalidEventAfterQueuedOnes(t *testing.T) {
+	t.Parallel()
+	e, _, st := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("invalid 50"))
+	if task.Status.State != a2a.TaskStateFailed {
+		t.Errorf("state = %v, want failed", task.Status.State)
+	}
+	evs, err := st.Events(ctx, store.Owner{Principal: "alice"}, task.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, kinds([]a2a.Event{ev.Event})...)
+	}
+	if diff := cmp.Diff(chunkKinds(50, a2a.TaskStateFailed), got); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	if len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != 50 {
+		t.Errorf("failed task's artifacts = %v, want one of 50 parts", task.Artifacts)
 	}
 }

@@ -14,14 +14,17 @@ import (
 	"github.com/a2awebcap/a2awebcap/store/internal/codec"
 )
 
-// enqueue adds, in the writer's transaction, a delivery of each event first..last of the task
-// to each of its push configs.
-func enqueue(ctx context.Context, tx *sql.Tx, id a2a.TaskID, first, last, now int64) error {
-	_, err := tx.ExecContext(ctx, `
+// enqueueSQL adds a delivery of each event first..last (arguments 1, 2) of a task (4) to each
+// of its push configs, due at 3.
+const enqueueSQL = `
 		WITH RECURSIVE s (seq) AS (SELECT ? UNION ALL SELECT seq + 1 FROM s WHERE seq < ?)
 		INSERT INTO outbox (task_id, config_id, seq, due)
-		SELECT p.task_id, p.id, s.seq, ? FROM push_configs p, s WHERE p.task_id = ?`,
-		first, last, now, string(id))
+		SELECT p.task_id, p.id, s.seq, ? FROM push_configs p, s WHERE p.task_id = ?`
+
+// enqueue adds, in the writer's transaction, a delivery of each event first..last of the task
+// to each of its push configs.
+func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, id a2a.TaskID, first, last, now int64) error {
+	_, err := tx.StmtContext(ctx, s.enqueueStmt).ExecContext(ctx, first, last, now, string(id))
 	if err != nil {
 		return fmt.Errorf("enqueue push deliveries: %w", err)
 	}

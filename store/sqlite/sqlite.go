@@ -61,22 +61,31 @@ type Options struct {
 // Close) takes every write queued while the previous transaction committed and runs them in
 // one transaction, each inside its own savepoint, so a write that fails is undone alone. A
 // commit is what costs (the WAL append), so concurrent writers share it; a write still returns
-// only after its transaction committed.
+// only after its transaction committed. A transaction carries about maxRows event rows at
+// most, and the writes that create tasks go first: a new task's first event
+// (what a client opening a stream waits for) is not queued behind other tasks' long batches.
 type Store struct {
 	w *sql.DB // exactly one connection: every write
 	r *sql.DB // read-only connections; == w for ":memory:"
 
+	// The statements of the hot writes, prepared once on w (a transaction uses them through
+	// Tx.StmtContext, which reuses the prepared statement of its connection).
+	insTask, updTask, insEvent, insEvents, enqueueStmt *sql.Stmt
+
 	wq        chan *writeReq
-	stop      chan struct{} // closed by Close
+	urgent    chan *writeReq // Create: committed before the writes queued on wq
+	stop      chan struct{}  // closed by Close
 	committer sync.WaitGroup
 	closeOnce sync.Once
 }
 
 type writeReq struct {
-	ctx   context.Context
-	fn    func(tx *sql.Tx) error
-	done  chan error
-	state atomic.Int32 // reqQueued, then reqStarted (by the committer) or reqAbandoned (by the writer)
+	ctx    context.Context
+	fn     func(tx *sql.Tx) error
+	rows   int  // the event rows it writes: its share of a transaction's size
+	urgent bool // queued on Store.urgent
+	done   chan error
+	state  atomic.Int32 // reqQueued, then reqStarted (by the committer) or reqAbandoned (by the writer)
 }
 
 const (
@@ -85,8 +94,15 @@ const (
 	reqAbandoned
 )
 
-// maxBatch bounds how many writes share one transaction.
-const maxBatch = 64
+// maxBatch bounds how many writes share one transaction, and maxRows how many event rows
+// (writes are added while the transaction has fewer): a transaction's size is the latency of
+// every write in it, and of the writes queued behind it. A transaction that creates tasks takes
+// other writes only up to maxRowsUrgent rows: new streams wait for it.
+const (
+	maxBatch      = 64
+	maxRows       = 64
+	maxRowsUrgent = 16
+)
 
 var _ store.Store = (*Store)(nil)
 
@@ -127,7 +143,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)",
 		o.BusyTimeout.Milliseconds(), syncMode)
 
-	s := &Store{wq: make(chan *writeReq), stop: make(chan struct{})}
+	s := &Store{wq: make(chan *writeReq), urgent: make(chan *writeReq), stop: make(chan struct{})}
 	if path == ":memory:" {
 		// A uniquely named shared-cache memory database, so that stores opened in one process
 		// are separate, on one connection that never closes (the database lives as long as it).
@@ -174,6 +190,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: open %s: journal mode %q, not WAL: %v", path, mode, err)
 		}
 	}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	s.committer.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -182,10 +202,44 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 // uriEscaper escapes what a file: URI gives a meaning to.
 var uriEscaper = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
+// prepare prepares the statements of the hot writes on the write connection.
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.insTask, `
+			INSERT INTO tasks (id, tenant, principal, context_id, state, version, last_seq, created, updated, task)
+			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`},
+		{&s.updTask, `
+			UPDATE tasks SET context_id = ?, state = ?, task = ?, version = version + 1,
+				last_seq = last_seq + ?, updated = ?
+			WHERE id = ? AND tenant = ? AND principal = ? AND version = ?
+			RETURNING last_seq`},
+		{&s.insEvent, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)`},
+		{&s.insEvents, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?, ?)`, eventsPerInsert-1)},
+		{&s.enqueueStmt, enqueueSQL},
+	} {
+		st, err := s.w.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.stmt = st
+	}
+	return nil
+}
+
 // Close implements store.Store.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	s.committer.Wait()
+	for _, st := range []*sql.Stmt{s.insTask, s.updTask, s.insEvent, s.insEvents, s.enqueueStmt} {
+		if st != nil {
+			st.Close()
+		}
+	}
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -204,12 +258,17 @@ var errClosed = errors.New("sqlite: store closed")
 // an error. fn runs on the committer goroutine, with ctx's values but not its cancellation
 // (canceling a statement inside a shared transaction would undo the others' writes).
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.queueWrite(ctx, s.wq, 1, fn)
+}
+
+// queueWrite is write on a queue (s.wq, or s.urgent for Create), for a write of rows event rows.
+func (s *Store) queueWrite(ctx context.Context, q chan<- *writeReq, rows int, fn func(tx *sql.Tx) error) error {
 	if err := codec.Live(ctx); err != nil {
 		return err
 	}
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, fn: fn, rows: rows, urgent: q == s.urgent, done: make(chan error, 1)}
 	select {
-	case s.wq <- req:
+	case q <- req:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.stop:
@@ -233,16 +292,40 @@ func (s *Store) commitLoop() {
 	for {
 		var first *writeReq
 		select {
-		case first = <-s.wq:
-		case <-s.stop:
-			return
+		case first = <-s.urgent:
+		default:
+			select {
+			case first = <-s.urgent:
+			case first = <-s.wq:
+			case <-s.stop:
+				return
+			}
 		}
 		batch := []*writeReq{first}
-	more:
+		urgent := first.urgent
+	creates:
 		for len(batch) < maxBatch {
+			select {
+			case r := <-s.urgent:
+				batch = append(batch, r)
+				urgent = true
+			default:
+				break creates
+			}
+		}
+		// A transaction that creates tasks takes few other rows: it is what new streams wait for.
+		budget, rows := maxRows, 0
+		if urgent {
+			budget = maxRowsUrgent
+		} else {
+			rows = first.rows
+		}
+	more:
+		for len(batch) < maxBatch && rows < budget {
 			select {
 			case r := <-s.wq:
 				batch = append(batch, r)
+				rows += r.rows
 			default:
 				break more
 			}
@@ -315,12 +398,33 @@ func owned(ctx context.Context, q interface {
 	return true, nil
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, id a2a.TaskID, first int64, now int64, encoded [][]byte) error {
-	for i, b := range encoded {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)`,
-			string(id), first+int64(i), now, b); err != nil {
-			return fmt.Errorf("append event %d: %w", first+int64(i), err)
+// eventsPerInsert is how many events one statement of insertEvents inserts: a statement costs
+// more than a row, so a long batch of events goes in statements of this many rows.
+const eventsPerInsert = 16
+
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id a2a.TaskID, first int64, now int64, encoded [][]byte) error {
+	var many, one *sql.Stmt
+	args := make([]any, 0, 4*eventsPerInsert)
+	for i := 0; i < len(encoded); {
+		n, stmt := 1, &one
+		if len(encoded)-i >= eventsPerInsert {
+			n, stmt = eventsPerInsert, &many
 		}
+		if *stmt == nil {
+			if n == 1 {
+				*stmt = tx.StmtContext(ctx, s.insEvent)
+			} else {
+				*stmt = tx.StmtContext(ctx, s.insEvents)
+			}
+		}
+		args = args[:0]
+		for j := i; j < i+n; j++ {
+			args = append(args, string(id), first+int64(j), now, encoded[j])
+		}
+		if _, err := (*stmt).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("append events %d-%d: %w", first+int64(i), first+int64(i+n-1), err)
+		}
+		i += n
 	}
 	return nil
 }
@@ -336,13 +440,10 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		return err
 	}
 	var now time.Time
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.queueWrite(ctx, s.urgent, len(encoded), func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
 		now = codec.Now()
-		res, err := tx.ExecContext(ctx, `
-			INSERT INTO tasks (id, tenant, principal, context_id, state, version, last_seq, created, updated, task)
-			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-			ON CONFLICT (id) DO NOTHING`,
+		res, err := tx.StmtContext(ctx, s.insTask).ExecContext(ctx,
 			string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),
 			len(encoded), now.UnixMicro(), now.UnixMicro(), data)
 		if err != nil {
@@ -353,7 +454,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		} else if n == 0 {
 			return store.ErrExists
 		}
-		if err := insertEvents(ctx, tx, t.Task.ID, 1, now.UnixMicro(), encoded); err != nil {
+		if err := s.insertEvents(ctx, tx, t.Task.ID, 1, now.UnixMicro(), encoded); err != nil {
 			return err
 		}
 		for i, id := range cfgIDs {
@@ -362,7 +463,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 				return fmt.Errorf("push config %s: %w", id, err)
 			}
 		}
-		return enqueue(ctx, tx, t.Task.ID, 1, int64(len(encoded)), now.UnixMicro())
+		return s.enqueue(ctx, tx, t.Task.ID, 1, int64(len(encoded)), now.UnixMicro())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: create task %s: %w", t.Task.ID, err)
@@ -381,14 +482,10 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 		now     time.Time
 		lastSeq int64
 	)
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.queueWrite(ctx, s.wq, len(encoded), func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
 		now = codec.Now()
-		err := tx.QueryRowContext(ctx, `
-			UPDATE tasks SET context_id = ?, state = ?, task = ?, version = version + 1,
-				last_seq = last_seq + ?, updated = ?
-			WHERE id = ? AND tenant = ? AND principal = ? AND version = ?
-			RETURNING last_seq`,
+		err := tx.StmtContext(ctx, s.updTask).QueryRowContext(ctx,
 			t.Task.ContextID, string(t.Task.Status.State), data, len(encoded), now.UnixMicro(),
 			string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Version).Scan(&lastSeq)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -403,10 +500,10 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 			return err
 		}
 		first := lastSeq - int64(len(encoded)) + 1
-		if err := insertEvents(ctx, tx, t.Task.ID, first, now.UnixMicro(), encoded); err != nil {
+		if err := s.insertEvents(ctx, tx, t.Task.ID, first, now.UnixMicro(), encoded); err != nil {
 			return err
 		}
-		return enqueue(ctx, tx, t.Task.ID, first, lastSeq, now.UnixMicro())
+		return s.enqueue(ctx, tx, t.Task.ID, first, lastSeq, now.UnixMicro())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: update task %s: %w", t.Task.ID, err)

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"LargeTask", testLargeTask},
+		{"ChunkedStream", testChunkedStream},
 		{"ContextCanceled", testContextCanceled},
 		{"Close", testClose},
 	}
@@ -1115,6 +1116,94 @@ func testLargeTask(t *testing.T, s store.Store) {
 		t.Fatalf("List: %v, %v", res, err)
 	}
 	diff(t, "large task in List", st, res.Tasks[0])
+}
+
+// testChunkedStream writes a task the way the engine writes a fast token stream: one artifact
+// grown by 1000 appended chunks, the events written in Updates of every size from one event to
+// hundreds (as many as queued up during the previous write). The task reads back identical
+// after each Update, the log holds every event once, in order, without gaps, and the outbox one
+// delivery per event.
+func testChunkedStream(t *testing.T, s store.Store) {
+	const n = 1000
+	task := newTask(newID("chunks"), "ctx", a2a.TaskStateWorking)
+	task.Artifacts = nil
+	st := &store.Task{Task: task, Owner: alice, PushConfigs: []*a2a.PushConfig{{ID: "p", URL: "https://example.com/hook"}}}
+	opening := *task // (task's fields are replaced below, never changed in place)
+	if err := s.Create(t.Context(), st, []a2a.Event{&opening}); err != nil {
+		t.Fatal(err)
+	}
+	st.PushConfigs = nil // reads leave it nil
+	want := []a2a.Event{&opening}
+	art := &a2a.Artifact{ID: "tokens", Name: "answer"}
+	sizes := []int{1, 1, 2, 7, 64, 300, 3, 129, 1}
+	for written, i := 0, 0; written < n; i++ {
+		size := min(sizes[i%len(sizes)], n-written)
+		batch := make([]a2a.Event, 0, size)
+		for j := range size {
+			k := written + j
+			chunk := &a2a.Artifact{ID: art.ID, Name: art.Name, Parts: a2a.ContentParts{a2a.NewTextPart(fmt.Sprintf("tok%d ", k))}}
+			ev := &a2a.TaskArtifactUpdateEvent{TaskID: task.ID, ContextID: task.ContextID, Artifact: chunk, Append: k > 0, LastChunk: k == n-1}
+			merged := *art
+			merged.Parts = append(append(a2a.ContentParts(nil), art.Parts...), chunk.Parts...)
+			art = &merged
+			batch = append(batch, ev)
+		}
+		task.Artifacts = []*a2a.Artifact{art}
+		if written+size == n {
+			done := statusEvent(task, a2a.TaskStateCompleted, "")
+			task.Status = done.Status
+			batch = append(batch, done)
+		}
+		if err := s.Update(t.Context(), st, batch); err != nil {
+			t.Fatalf("Update of %d events after %d: %v", len(batch), written, err)
+		}
+		want = append(want, batch...)
+		written += size
+		if st.LastSeq != int64(len(want)) {
+			t.Fatalf("LastSeq = %d after %d events, want %d", st.LastSeq, len(want), len(want))
+		}
+		diff(t, fmt.Sprintf("task after %d chunks", written), st, get(t, s, alice, task.ID))
+	}
+	if got := len(get(t, s, alice, task.ID).Task.Artifacts[0].Parts); got != n {
+		t.Errorf("artifact has %d parts, want %d", got, n)
+	}
+	evs := events(t, s, alice, task.ID)
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d", len(evs), len(want))
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has Seq %d, want %d", i, ev.Seq, i+1)
+		}
+		diff(t, fmt.Sprintf("event %d", ev.Seq), want[i], ev.Event)
+	}
+	// Paging through the log from the middle of a write gives the same events.
+	page, err := s.Events(t.Context(), alice, task.ID, 500, 10)
+	if err != nil || len(page) != 10 || page[0].Seq != 501 {
+		t.Fatalf("Events(after 500, limit 10) = %d events from %v, %v; want 10 from 501", len(page), page, err)
+	}
+	seen := map[int64]bool{}
+	for {
+		ds, err := s.ClaimDeliveries(t.Context(), 100, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			if seen[d.Seq] {
+				t.Fatalf("delivery of event %d claimed twice", d.Seq)
+			}
+			seen[d.Seq] = true
+			if err := s.CompleteDelivery(t.Context(), d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d deliveries, want one per event: %d", len(seen), len(want))
+	}
 }
 
 // randomText returns n printable ASCII characters.
