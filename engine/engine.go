@@ -62,10 +62,11 @@ type Pusher interface {
 
 // Engine implements a2asrv.RequestHandler on a store.
 type Engine struct {
-	exec a2asrv.AgentExecutor
-	st   store.Store
-	opts Options
-	log  *slog.Logger
+	exec  a2asrv.AgentExecutor
+	st    store.Store
+	batch int // events one write carries at most (maxBatch, or the store's WriteBatch)
+	opts  Options
+	log   *slog.Logger
 
 	ctx    context.Context // runs derive from it; canceled by Close
 	cancel context.CancelCauseFunc
@@ -84,9 +85,12 @@ var ErrClosed = errors.New("engine: closed")
 // New returns an engine running exec on st. Call Recover once at startup to settle the tasks a
 // previous process left running, and Close to stop.
 func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
-	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}}
+	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch}
 	if opts != nil {
 		e.opts = *opts
+	}
+	if wb, ok := st.(store.WriteBatcher); ok && wb.WriteBatch() > 0 {
+		e.batch = wb.WriteBatch()
 	}
 	if e.opts.RingSize <= 0 {
 		e.opts.RingSize = 256
@@ -249,8 +253,9 @@ func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, 
 	}()
 }
 
-// maxBatch bounds how many executor events wait to be written, and so how many one write
-// carries: the executor runs at most this far ahead of the store. Larger batches cost less per
+// maxBatch is the default bound (a store may set its own, see store.WriteBatcher) on how many
+// executor events wait to be written, and so how many one write carries: the executor runs at
+// most this far ahead of the store. Larger batches cost less per
 // event, but a run then publishes its events in larger bursts, and with several fast streams on
 // SQLite (one commit serving one stream's whole batch) new streams' first events wait longer:
 // measured with bench/a2a (16 streams of 100 events), a batch of 4 keeps the median time to
@@ -271,7 +276,7 @@ type pulled struct {
 // or a direct reply), or once stop is closed, which also makes the executor's yield return
 // false. done is closed when the puller has returned.
 func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan struct{}) (q <-chan pulled, done <-chan struct{}) {
-	ch, fin := make(chan pulled, maxBatch), make(chan struct{})
+	ch, fin := make(chan pulled, e.batch), make(chan struct{})
 	go func() {
 		defer close(fin)
 		defer close(ch)
@@ -430,7 +435,7 @@ events:
 		// Take what else is queued: the events that arrived during the last write. A new
 		// task's first event goes alone, so that the first event is not delayed.
 		batch = append(batch[:0], it)
-		for rec != nil && len(batch) < maxBatch {
+		for rec != nil && len(batch) < e.batch {
 			more, ok := tryRecv(q)
 			if !ok {
 				break

@@ -736,22 +736,43 @@ func (g *gatedStore) Update(ctx context.Context, t *store.Task, events []a2a.Eve
 
 // Events the executor yields while a write is under way go to the store together, in the next
 // write (group commit), and the log, the task and the stream are what one write per event
-// would have made.
+// would have made. A store that implements store.WriteBatcher sets how many events may queue.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
+	for _, batch := range []int{0, 16} {
+		t.Run(fmt.Sprint("store batch ", batch), func(t *testing.T) {
+			t.Parallel()
+			testGroupCommit(t, batch)
+		})
+	}
+}
+
+// batchedStore is a store that asks for writes of up to n events.
+type batchedStore struct {
+	*gatedStore
+	n int
+}
+
+func (b batchedStore) WriteBatch() int { return b.n }
+
+func testGroupCommit(t *testing.T, batch int) {
 	mem := memory.New()
 	t.Cleanup(func() { mem.Close() })
 	st := &gatedStore{Store: mem, release: make(chan struct{})}
+	var served store.Store = st
+	// n chunks and completed: the first Update takes at least one, the rest fit in the queue.
+	n := engine.MaxBatch
+	if batch > 0 {
+		served, n = batchedStore{st, batch}, batch
+	}
 	ex := &scripted{yielded: make(chan struct{})}
-	e := engine.New(ex, st, nil)
+	e := engine.New(ex, served, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		e.Close(ctx)
 	})
 	ctx := as(t.Context(), "alice")
-	// n chunks and completed: the first Update takes at least one, the rest fit in the queue.
-	n := engine.MaxBatch
 	next, stop := iter.Pull2(e.SendStreamingMessage(ctx, msg(fmt.Sprint("many ", n))))
 	defer stop()
 	first, err, _ := next() // the task, created with its first event (working)

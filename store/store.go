@@ -180,6 +180,15 @@ type Store interface {
 	Close() error
 }
 
+// WriteBatcher is implemented by a store that says how many events one Update should carry at
+// most when a run's events queue up while the previous ones are written (the engine's group
+// commit). Larger batches cost less per event, but publish a stream's events in larger bursts;
+// on a store where one write serves every stream (SQLite), that delays other streams' first
+// events. Stores that do not implement it get the engine's default, 4.
+type WriteBatcher interface {
+	WriteBatch() int
+}
+
 // IsTerminal reports whether a task in state s can change no more.
 func IsTerminal(s a2a.TaskState) bool {
 	switch s {

@@ -412,6 +412,11 @@ func (s *Store) DeletePushConfig(ctx context.Context, owner store.Owner, task a2
 }
 
 // Close implements store.Store: it drops everything.
+// WriteBatch implements store.WriteBatcher: writes cost little here and do not wait on each
+// other, so a run's queued events go in batches of up to 64 (bench/a2a: lower time to first
+// event and more events/s than the default 4).
+func (s *Store) WriteBatch() int { return 64 }
+
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
