@@ -48,6 +48,19 @@ func echoServer(t *testing.T, opts *AcceptOptions, limit int) (*httptest.Server,
 	return srv, got
 }
 
+// acceptServer serves WebSockets and hands each accepted server end to the test.
+func acceptServer(t *testing.T) (*httptest.Server, <-chan *Conn) {
+	t.Helper()
+	accepted := make(chan *Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := Accept(w, r, nil); err == nil {
+			accepted <- c
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, accepted
+}
+
 func wsURL(s *httptest.Server) string { return "ws" + strings.TrimPrefix(s.URL, "http") }
 
 func dial(t *testing.T, url string) *Conn {
@@ -413,15 +426,7 @@ func (c *fuzzConn) Close() error                { return nil }
 // With IdleAfter, ReadMessage gives up after that long with ErrIdle, and the connection goes on
 // working; WaitReadable returns once something arrives.
 func TestIdleAndWaitReadable(t *testing.T) {
-	accepted := make(chan *Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		accepted <- c
-	}))
-	defer srv.Close()
+	srv, accepted := acceptServer(t)
 	c := dial(t, wsURL(srv))
 	s := <-accepted
 	defer s.shutdown()
@@ -449,13 +454,7 @@ func TestCloseStuckPeer(t *testing.T) {
 	old := closeGrace
 	closeGrace = 200 * time.Millisecond
 	t.Cleanup(func() { closeGrace = old })
-	accepted := make(chan *Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := Accept(w, r, nil); err == nil {
-			accepted <- c
-		}
-	}))
-	defer srv.Close()
+	srv, accepted := acceptServer(t)
 	_ = dial(t, wsURL(srv)) // never reads
 	s := <-accepted
 	writeErr := make(chan error, 1)
@@ -489,13 +488,7 @@ func TestCloseAfterReaderStopped(t *testing.T) {
 	old := closeGrace
 	closeGrace = 100 * time.Millisecond
 	t.Cleanup(func() { closeGrace = old })
-	accepted := make(chan *Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := Accept(w, r, nil); err == nil {
-			accepted <- c
-		}
-	}))
-	defer srv.Close()
+	srv, accepted := acceptServer(t)
 	conn, br := rawClient(t, srv)
 	s := <-accepted
 	read := make(chan struct{})
