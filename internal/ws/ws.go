@@ -149,31 +149,17 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, rea
 // the read buffer back when it holds nothing, waits until the socket is readable, then takes a
 // buffer again: an idle connection holds no read buffer.
 func (c *Conn) idleWait() error {
-	if c.raw == nil {
+	if !c.releaseIfEmpty() {
 		return nil
-	}
-	if c.br != nil {
-		if c.br.Buffered() > 0 {
-			return nil
-		}
-		c.dropReader()
 	}
 	nc, timed := c.rwc.(net.Conn)
 	timed = timed && c.IdleAfter > 0
 	if timed {
 		nc.SetReadDeadline(time.Now().Add(c.IdleAfter))
 	}
-	var perr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		ready, err := peek(fd)
-		perr = err
-		return ready || err != nil
-	})
+	err := c.waitSocket()
 	if timed {
 		nc.SetReadDeadline(time.Time{})
-	}
-	if err == nil {
-		err = perr
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return ErrIdle
@@ -191,17 +177,36 @@ func (c *Conn) idleWait() error {
 func (c *Conn) WaitReadable() {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if c.releaseIfEmpty() {
+		_ = c.waitSocket() // an error is ReadMessage's to report
+	}
+}
+
+// releaseIfEmpty gives the read buffer back when the socket can be watched and the buffer holds
+// nothing, and reports whether the caller should wait on the socket.
+func (c *Conn) releaseIfEmpty() bool {
 	if c.raw == nil || c.br != nil && c.br.Buffered() > 0 {
-		return
+		return false
 	}
 	if c.br != nil {
 		c.dropReader()
 	}
-	// An error is ReadMessage's to report.
-	_ = c.raw.Read(func(fd uintptr) bool {
+	return true
+}
+
+// waitSocket waits, without reading, until the socket has data or an end (or its read deadline
+// passes).
+func (c *Conn) waitSocket() error {
+	var perr error
+	err := c.raw.Read(func(fd uintptr) bool {
 		ready, err := peek(fd)
+		perr = err
 		return ready || err != nil
 	})
+	if err == nil {
+		err = perr
+	}
+	return err
 }
 
 // takeReader makes sure c.br is set.
@@ -548,10 +553,7 @@ func (c *Conn) Close(code int, reason string) error {
 	if c.rmu.TryLock() {
 		// No reader: read (and drop) what the peer still sends until its close frame.
 		c.takeReader()
-		for {
-			if _, err := c.readHeaderAndSkip(); err != nil {
-				break
-			}
+		for c.skipFrame() == nil {
 		}
 		c.sawClose()
 		c.rmu.Unlock()
@@ -567,19 +569,17 @@ func (c *Conn) Close(code int, reason string) error {
 	return nil
 }
 
-// readHeaderAndSkip reads one frame during Close; a close frame (or any error) ends the loop.
-func (c *Conn) readHeaderAndSkip() (byte, error) {
+// skipFrame reads and drops one frame during Close; after a close frame it returns ErrClosed.
+func (c *Conn) skipFrame() error {
 	h, err := c.readHeader()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if h.op == opClose {
-		return opClose, ErrClosed
+		return ErrClosed
 	}
-	if _, err := c.br.Discard(int(h.length)); err != nil {
-		return 0, err
-	}
-	return h.op, nil
+	_, err = c.br.Discard(int(h.length))
+	return err
 }
 
 // ---- handshakes ----
