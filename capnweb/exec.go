@@ -238,11 +238,12 @@ func (s *Session) admitLocked() hook {
 	return nil
 }
 
-// runAfter is run for a call whose promise arguments (in args) are all local results, waits:
-// instead of a goroutine blocked on them, each gets a callback, and the last to settle makes the
-// call ready. A chain of dependent calls then runs back to back on the executor, with no
-// hand-off between goroutines. The arguments are resolved (by then at hand) just before body;
-// if that fails they are released.
+// runAfter is run for a call whose arguments (args) hold promises. When they are all local
+// results (waits, from localWaits), each gets a callback instead of a goroutine blocked on it,
+// and the last to settle makes the call ready: a chain of dependent calls then runs back to back
+// on the executor, with no hand-off between goroutines. Otherwise (waits is nil) a goroutine
+// awaits them, as run does. The arguments are resolved just before body; if that fails they are
+// released.
 func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx context.Context) (any, error)) hook {
 	prepare := func(ctx context.Context) error {
 		_, err := args.resolve(ctx)
@@ -251,7 +252,7 @@ func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx co
 		}
 		return err
 	}
-	if s == nil {
+	if s == nil || waits == nil {
 		return s.run(prepare, body)
 	}
 	p := newPromiseHook()

@@ -375,16 +375,7 @@ func (h *localHook) callAndRelease(path []any, args *payload) hook {
 	if !hasPending(args.v) {
 		return h.exec.run(nil, body)
 	}
-	if waits := localWaits(args.v); waits != nil {
-		return h.exec.runAfter(waits, args, body)
-	}
-	return h.exec.run(func(ctx context.Context) error {
-		_, err := args.resolve(ctx)
-		if err != nil {
-			args.release()
-		}
-		return err
-	}, body)
+	return h.exec.runAfter(localWaits(args.v), args, body)
 }
 
 func (h *localHook) remap(path []any, captures []hook, instrs []any) hook {
