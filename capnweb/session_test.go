@@ -61,30 +61,6 @@ func newEnv(t *testing.T, m mode, clientMain any) *env {
 	return e
 }
 
-func await[T any](t *testing.T, p *capnweb.Promise) T {
-	t.Helper()
-	defer p.Release()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	var v T
-	if err := p.Decode(ctx, &v); err != nil {
-		t.Fatalf("Await() error = %v", err)
-	}
-	return v
-}
-
-func awaitErr(t *testing.T, p *capnweb.Promise) error {
-	t.Helper()
-	defer p.Release()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	_, err := p.Await(ctx)
-	if err == nil {
-		t.Fatalf("Await() succeeded, want an error")
-	}
-	return err
-}
-
 // checkClean fails if the client's tables hold more than the main entries once references are
 // released (the peer's release messages may take a moment to arrive).
 func checkClean(t *testing.T, s *capnweb.Session) {
@@ -133,8 +109,8 @@ func TestDisposeHook(t *testing.T) {
 	defer srv.Close()
 	cli := capnweb.NewSession(b, nil, nil)
 	defer cli.Close()
-	st := await[*capnweb.Stub](t, cli.Main().Call("get"))
-	st2 := await[*capnweb.Stub](t, cli.Main().Call("get"))
+	st := capnwebtest.Await[*capnweb.Stub](t, cli.Main().Call("get"))
+	st2 := capnwebtest.Await[*capnweb.Stub](t, cli.Main().Call("get"))
 	st.Release()
 	select {
 	case <-c.Disposed:
@@ -164,15 +140,15 @@ func TestErrorRedaction(t *testing.T) {
 	defer srv.Close()
 	cli := capnweb.NewSession(b, nil, nil)
 	defer cli.Close()
-	err := awaitErr(t, cli.Main().Call("query"))
+	err := capnwebtest.AwaitErr(t, cli.Main().Call("query"))
 	if strings.Contains(err.Error(), "password") || !strings.Contains(err.Error(), "internal error") {
 		t.Errorf("query() error = %q, want the generic internal error", err)
 	}
-	err = awaitErr(t, cli.Main().Call("panics"))
+	err = capnwebtest.AwaitErr(t, cli.Main().Call("panics"))
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("panics() error = %q leaks the panic value", err)
 	}
-	if got := await[float64](t, cli.Main().Call("ok")); got != 1 {
+	if got := capnwebtest.Await[float64](t, cli.Main().Call("ok")); got != 1 {
 		t.Errorf("ok() after a panic = %v, want 1 (session still up)", got)
 	}
 }
@@ -200,16 +176,16 @@ func TestBatch(t *testing.T) {
 	inc2 := main.Call("incrementCounter", counter, 4)
 	pokes := make(chan string, 1)
 	poked := main.Call("pokeCallback", func(s string) { pokes <- s })
-	if got := await[float64](t, sum); got != 3 {
+	if got := capnwebtest.Await[float64](t, sum); got != 3 {
 		t.Errorf("add = %v", got)
 	}
-	if got := await[string](t, greet); got != "Hi, alice!" {
+	if got := capnwebtest.Await[string](t, greet); got != "Hi, alice!" {
 		t.Errorf("greet = %q", got)
 	}
-	if a, b := await[float64](t, inc), await[float64](t, inc2); a != 5 || b != 9 {
+	if a, b := capnwebtest.Await[float64](t, inc), capnwebtest.Await[float64](t, inc2); a != 5 || b != 9 {
 		t.Errorf("counter in one batch = %v, %v; want 5, 9 (E-order)", a, b)
 	}
-	if got := await[string](t, poked); got != "poked" {
+	if got := capnwebtest.Await[string](t, poked); got != "poked" {
 		t.Errorf("pokeCallback = %q", got)
 	}
 	select { // the server's call arrives in the batch response; our callback runs on its own
@@ -222,7 +198,7 @@ func TestBatch(t *testing.T) {
 	}
 	counter.Release()
 	// After the batch, the session is over.
-	if err := awaitErr(t, main.Call("add", 1, 1)); err == nil {
+	if err := capnwebtest.AwaitErr(t, main.Call("add", 1, 1)); err == nil {
 		t.Error("a call after the batch ended succeeded")
 	}
 }
@@ -305,7 +281,7 @@ func TestShutdownClosesSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		clients = append(clients, s)
-		await[float64](t, s.Main().Call("add", 1, 1))
+		capnwebtest.Await[float64](t, s.Main().Call("add", 1, 1))
 	}
 	if got := h.Sessions(); got != 5 {
 		t.Errorf("Handler.Sessions() = %d, want 5", got)
@@ -378,7 +354,7 @@ func TestLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer bad.Close()
-			err = awaitErr(t, tt.call(bad.Main()))
+			err = capnwebtest.AwaitErr(t, tt.call(bad.Main()))
 			if !strings.Contains(strings.ToLower(err.Error()), tt.want) {
 				t.Errorf("error = %v, want one mentioning %q", err, tt.want)
 			}
@@ -387,7 +363,7 @@ func TestLimits(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Error("the offending session is still open")
 			}
-			if got := await[float64](t, good.Main().Call("add", 2, 2)); got != 4 {
+			if got := capnwebtest.Await[float64](t, good.Main().Call("add", 2, 2)); got != 4 {
 				t.Errorf("another session's add = %v, want 4", got)
 			}
 		})
@@ -560,9 +536,9 @@ func TestBlocking(t *testing.T) {
 			start := time.Now()
 			wait := client.Main().Call("wait")
 			defer wait.Release()
-			await[any](t, client.Main().Call("open"))
+			capnwebtest.Await[any](t, client.Main().Call("open"))
 			opened := time.Since(start)
-			await[any](t, wait)
+			capnwebtest.Await[any](t, wait)
 			if blocking && opened != 0 {
 				t.Errorf("with Blocking, open() started after %v, want at once", opened)
 			}
