@@ -15,6 +15,7 @@ package engine
 //     new events from the ring, or from the store's log when they fell behind.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,8 +90,8 @@ func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
 	if opts != nil {
 		e.opts = *opts
 	}
-	if wb, ok := st.(store.WriteBatcher); ok && wb.WriteBatch() > 0 {
-		e.batch = wb.WriteBatch()
+	if wb, ok := st.(store.WriteBatcher); ok {
+		e.batch = cmp.Or(max(wb.WriteBatch(), 0), maxBatch)
 	}
 	if e.opts.RingSize <= 0 {
 		e.opts.RingSize = 256
