@@ -29,6 +29,7 @@ type measurement struct {
 	elapsed   time.Duration   // from the first start to the last completion
 	lat       []time.Duration // per invocation, sorted
 	serverCPU time.Duration   // CPU the server process used during the loop (-1: unknown)
+	clientCPU time.Duration   // CPU this process (the load client) used during the loop (-1: unknown)
 	err       error
 }
 

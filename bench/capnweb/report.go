@@ -71,6 +71,7 @@ var (
 	mP50  = metric{Name: "p50 µs ↓", Get: func(r *Result) float64 { return r.P50us }, Format: fmtUs}
 	mP99  = metric{Name: "p99 µs ↓", Get: func(r *Result) float64 { return r.P99us }, Format: fmtUs}
 	mCPU  = metric{Name: "srv CPU µs/call ↓", Get: func(r *Result) float64 { return r.ServerCPUus }, Format: fmtUs}
+	mCli  = metric{Name: "cli CPU µs/call ↓", Get: func(r *Result) float64 { return r.ClientCPUus }, Format: fmtUs}
 	mMBps = metric{Name: "MB/s ↑", Get: func(r *Result) float64 { return r.MBps }, Format: func(v float64) string { return fmt.Sprintf("%.1f", v) }}
 	mKiB  = metric{Name: "KiB/session ↓", Get: func(r *Result) float64 { return r.BytesPerSession / 1024 }, Format: func(v float64) string { return fmt.Sprintf("%.2f", v) }}
 )
@@ -95,7 +96,7 @@ func metricsFor(workload string) []metric {
 	case strings.HasPrefix(workload, "seq/"):
 		return []metric{mP50, mP99, mRate, mCPU}
 	case strings.HasPrefix(workload, "inflight"):
-		return []metric{mRate, mP50, mP99, mCPU}
+		return []metric{mRate, mP50, mP99, mCPU, mCli}
 	case strings.HasPrefix(workload, "chain/"):
 		return []metric{{Name: "p50 µs/iter ↓", Get: mP50.Get, Format: fmtUs}, {Name: "p99 µs/iter ↓", Get: mP99.Get, Format: fmtUs}}
 	case strings.HasPrefix(workload, "batch"):

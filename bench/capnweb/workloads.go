@@ -36,7 +36,10 @@ type Result struct {
 	MeanUs      float64 `json:"mean_us,omitempty"`
 	MBps        float64 `json:"mb_per_sec,omitempty"`
 	// ServerCPUus is the server process's CPU time per RPC call in the measured loop.
-	ServerCPUus     float64 `json:"server_cpu_us_per_call,omitempty"`
+	ServerCPUus float64 `json:"server_cpu_us_per_call,omitempty"`
+	// ClientCPUus is the load client's (this process's) CPU time per RPC call in the same loop:
+	// client and server share the machine's cores, so a dear client caps every server alike.
+	ClientCPUus     float64 `json:"client_cpu_us_per_call,omitempty"`
 	BytesPerSession float64 `json:"bytes_per_session,omitempty"`
 	Note            string  `json:"note,omitempty"`
 	Err             string  `json:"error,omitempty"`
@@ -71,6 +74,9 @@ func (r *runner) add(res Result) {
 		}
 		if res.ServerCPUus > 0 {
 			msg += fmt.Sprintf(" srvCPU=%.1fµs/call", res.ServerCPUus)
+		}
+		if res.ClientCPUus > 0 {
+			msg += fmt.Sprintf(" cliCPU=%.1fµs/call", res.ClientCPUus)
 		}
 	}
 	fmt.Fprintln(os.Stderr, msg)
@@ -156,6 +162,9 @@ func fill(res *Result, m measurement, perIter, payload int) {
 	if m.serverCPU >= 0 && res.Calls > 0 {
 		res.ServerCPUus = us(m.serverCPU) / float64(res.Calls)
 	}
+	if m.clientCPU >= 0 && res.Calls > 0 {
+		res.ClientCPUus = us(m.clientCPU) / float64(res.Calls)
+	}
 }
 
 var us = harness.Micros
@@ -204,8 +213,10 @@ func (r *runner) compare(ctx context.Context, key string, servers []*server, wor
 			return
 		}
 		var m measurement
-		harness.AddCPU(&c.acc.serverCPU, harness.CPUDuring(c.s.PID, func() {
-			m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), maxCalls/rounds, c.f)
+		harness.AddCPU(&c.acc.clientCPU, harness.CPUDuring(os.Getpid(), func() {
+			harness.AddCPU(&c.acc.serverCPU, harness.CPUDuring(c.s.PID, func() {
+				m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), maxCalls/rounds, c.f)
+			}))
 		}))
 		c.acc.calls += m.calls
 		c.acc.elapsed += m.elapsed
