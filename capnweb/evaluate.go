@@ -47,6 +47,19 @@ func (ev *evaluator) evaluate(v any) (any, error) {
 	return r, nil
 }
 
+// evaluateElems is evaluate for the elements of an escaped array (a call's arguments), in place.
+func (ev *evaluator) evaluateElems(a []any) error {
+	if err := ev.evalElems(a, 1); err != nil {
+		for _, c := range ev.created {
+			releaseValue(c)
+		}
+		ev.created = nil
+		return err
+	}
+	ev.created = nil
+	return nil
+}
+
 func (ev *evaluator) track(v any) any {
 	ev.created = append(ev.created, v)
 	return v
@@ -84,17 +97,25 @@ func (ev *evaluator) eval(v any, depth int) (any, error) {
 	return v, nil
 }
 
+// evalElems evaluates the elements of an escaped array in place.
+func (ev *evaluator) evalElems(a []any, depth int) error {
+	for i, e := range a {
+		r, err := ev.eval(e, depth)
+		if err != nil {
+			return err
+		}
+		a[i] = r
+	}
+	return nil
+}
+
 func (ev *evaluator) special(x []any, depth int) (any, error) {
 	if len(x) == 1 {
 		if inner, ok := x[0].([]any); ok {
-			for i, e := range inner {
-				r, err := ev.eval(e, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				inner[i] = r
+			if err := ev.evalElems(inner, depth+1); err != nil {
+				return nil, err
 			}
-			return inner, nil
+			return x[0], nil // inner, already in an interface: evaluated in place
 		}
 	}
 	if len(x) == 0 {
@@ -443,11 +464,10 @@ func (ev *evaluator) importExpr(x []any, promise bool, depth int) (any, error) {
 			return nil, unknownSpecial(x)
 		}
 		sub := evaluator{im: ev.im, lim: ev.lim}
-		av, err := sub.evaluate([]any{args})
-		if err != nil {
+		if err := sub.evaluateElems(args); err != nil {
 			return nil, err
 		}
-		r = h.call(path, &payload{v: av})
+		r = h.call(path, &payload{v: x[3]}) // args, evaluated in place
 	}
 	if promise {
 		return ev.track(&pending{h: r}), nil
@@ -511,6 +531,59 @@ func mustRaw(v any) []byte {
 // ---- the session as importer ----
 
 func (s *Session) session() *Session { return s }
+
+// smallIntMessage reads raw as exactly prefix, an integer, then (when second is not nil) a comma
+// and a second integer, then "]" — compact, as the JS library writes it — with integers of at most
+// 15 digits. Anything else is not an error: ok is false, and the general reader takes the message.
+func smallIntMessage(raw []byte, prefix string, second *int64) (int64, bool) {
+	if len(raw) < len(prefix)+2 || string(raw[:len(prefix)]) != prefix {
+		return 0, false
+	}
+	rest := raw[len(prefix):]
+	first, n := smallInt(rest)
+	if n == 0 {
+		return 0, false
+	}
+	rest = rest[n:]
+	if second != nil {
+		if len(rest) == 0 || rest[0] != ',' {
+			return 0, false
+		}
+		v, m := smallInt(rest[1:])
+		if m == 0 {
+			return 0, false
+		}
+		*second = v
+		rest = rest[1+m:]
+	}
+	return first, len(rest) == 1 && rest[0] == ']'
+}
+
+// smallInt reads an optionally negative integer of 1 to 15 digits without leading zeros (or a
+// lone 0) from the start of b, and returns it with the bytes it took (0: none).
+func smallInt(b []byte) (int64, int) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	start := i
+	var v int64
+	for i < len(b) && i-start < 16 && b[i] >= '0' && b[i] <= '9' {
+		v = v*10 + int64(b[i]-'0')
+		i++
+	}
+	digits := i - start
+	if digits == 0 || digits > 15 || (digits > 1 && b[start] == '0') || (neg && v == 0) {
+		return 0, 0
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+		return 0, 0
+	}
+	if neg {
+		v = -v
+	}
+	return v, i
+}
 
 func checkID(id float64) (int64, bool) {
 	if id != math.Trunc(id) || math.Abs(id) > 1<<53 {
@@ -596,7 +669,16 @@ func (s *Session) badMessage(msg []byte) error {
 
 // handle processes one incoming message. An error aborts the session.
 func (s *Session) handle(raw []byte) error {
-	parsed, err := parseJSON(raw, 2*s.limits.MaxDepth+8)
+	// The two commonest messages, read without building a tree.
+	if id, ok := smallIntMessage(raw, `["pull",`, nil); ok {
+		return s.ensureResolving(id)
+	}
+	var refs int64
+	if id, ok := smallIntMessage(raw, `["release",`, &refs); ok {
+		return s.releaseExport(id, int(refs))
+	}
+	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, s.scratch)
+	s.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}
 	}

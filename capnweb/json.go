@@ -20,21 +20,38 @@ type jsonReader struct {
 	data     []byte
 	pos      int
 	maxDepth int
+	// stack holds the elements of the arrays being read, innermost last, so that each array is
+	// allocated once, at its final length, instead of growing by appends.
+	stack []any
 }
 
 // parseJSON parses exactly one JSON value (surrounding whitespace allowed).
 func parseJSON(data []byte, maxDepth int) (any, error) {
-	r := jsonReader{data: data, maxDepth: maxDepth}
+	v, _, err := parseJSONScratch(data, maxDepth, nil)
+	return v, err
+}
+
+// parseJSONScratch is parseJSON with a reusable scratch stack: it returns the stack, emptied,
+// for the next call (the session keeps it between messages).
+func parseJSONScratch(data []byte, maxDepth int, stack []any) (any, []any, error) {
+	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0]}
 	v, err := r.value(0)
+	clear(r.stack[:cap(r.stack)]) // drop references into this message
+	if cap(r.stack) > maxScratch {
+		r.stack = nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, r.stack[:0], err
 	}
 	r.skipSpace()
 	if r.pos != len(r.data) {
-		return nil, r.errorf("unexpected data after JSON value")
+		return nil, r.stack[:0], r.errorf("unexpected data after JSON value")
 	}
-	return v, nil
+	return v, r.stack[:0], nil
 }
+
+// maxScratch bounds the scratch stack a session keeps between messages.
+const maxScratch = 1024
 
 func (r *jsonReader) errorf(format string, args ...any) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", r.pos, fmt.Sprintf(format, args...))
@@ -65,6 +82,9 @@ func (r *jsonReader) value(depth int) (any, error) {
 	case c == '[':
 		return r.array(depth)
 	case c == '"':
+		if k, ok := r.keyword(); ok {
+			return k, nil
+		}
 		return r.string()
 	case c == 't':
 		return true, r.literal("true")
@@ -135,18 +155,18 @@ func (r *jsonReader) object(depth int) (any, error) {
 
 func (r *jsonReader) array(depth int) (any, error) {
 	r.pos++ // '['
-	a := []any{}
 	r.skipSpace()
 	if r.pos < len(r.data) && r.data[r.pos] == ']' {
 		r.pos++
-		return a, nil
+		return []any{}, nil
 	}
+	base := len(r.stack)
 	for {
 		v, err := r.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		a = append(a, v)
+		r.stack = append(r.stack, v)
 		r.skipSpace()
 		if r.pos >= len(r.data) {
 			return nil, r.errorf("unexpected end of input")
@@ -156,11 +176,73 @@ func (r *jsonReader) array(depth int) (any, error) {
 			r.pos++
 		case ']':
 			r.pos++
+			a := make([]any, len(r.stack)-base)
+			copy(a, r.stack[base:])
+			r.stack = r.stack[:base]
 			return a, nil
 		default:
 			return nil, r.errorf("expected ',' or ']'")
 		}
 	}
+}
+
+// keyword reads a string that is one of the protocol's words, as a constant (no allocation),
+// and reports whether it did; otherwise it reads nothing.
+func (r *jsonReader) keyword() (any, bool) {
+	end := r.pos + 1
+	for end < len(r.data) && end-r.pos <= 10 && r.data[end] != '"' && r.data[end] != '\\' {
+		end++
+	}
+	if end >= len(r.data) || r.data[end] != '"' {
+		return nil, false
+	}
+	var k any
+	switch string(r.data[r.pos+1 : end]) {
+	case "push":
+		k = "push"
+	case "pull":
+		k = "pull"
+	case "resolve":
+		k = "resolve"
+	case "reject":
+		k = "reject"
+	case "release":
+		k = "release"
+	case "abort":
+		k = "abort"
+	case "stream":
+		k = "stream"
+	case "pipe":
+		k = "pipe"
+	case "pipeline":
+		k = "pipeline"
+	case "import":
+		k = "import"
+	case "export":
+		k = "export"
+	case "promise":
+		k = "promise"
+	case "remap":
+		k = "remap"
+	case "error":
+		k = "error"
+	case "undefined":
+		k = "undefined"
+	case "bigint":
+		k = "bigint"
+	case "date":
+		k = "date"
+	case "bytes":
+		k = "bytes"
+	case "writable":
+		k = "writable"
+	case "readable":
+		k = "readable"
+	default:
+		return nil, false
+	}
+	r.pos = end + 1
+	return k, true
 }
 
 func (r *jsonReader) number() (any, error) {
@@ -194,6 +276,30 @@ func (r *jsonReader) number() (any, error) {
 		}
 		if digits() == 0 {
 			return nil, r.errorf("invalid number")
+		}
+	}
+	if n := r.pos - start; n <= 15 {
+		// A plain integer of at most 15 digits is exact in a float64: no need for ParseFloat.
+		var v int64
+		i := start
+		if r.data[i] == '-' {
+			i++
+		}
+		for ; i < r.pos; i++ {
+			c := r.data[i]
+			if c < '0' || c > '9' {
+				break
+			}
+			v = v*10 + int64(c-'0')
+		}
+		if i == r.pos {
+			if r.data[start] == '-' {
+				if v == 0 {
+					return math.Copysign(0, -1), nil
+				}
+				v = -v
+			}
+			return float64(v), nil
 		}
 	}
 	f, err := strconv.ParseFloat(string(r.data[start:r.pos]), 64)

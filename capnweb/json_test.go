@@ -210,6 +210,13 @@ func TestParseJSONValues(t *testing.T) {
 		{"literals", `[true,false,null]`, []any{true, false, nil}},
 		{"object", `{"a":[{}],"b":""}`, map[string]any{"a": []any{map[string]any{}}, "b": ""}},
 		{"empty key", `{"":1}`, map[string]any{"": 1.0}},
+		{"15-digit integer (fast path)", `-999999999999999`, -999999999999999.0},
+		{"16-digit integer", `9999999999999999`, 1e16},
+		{"zero and ten", `[0,10]`, []any{0.0, 10.0}},
+		{"keywords and near-keywords", `["push","pushy","Pull","pipeline","undefined","und\u0065fined",""]`,
+			[]any{"push", "pushy", "Pull", "pipeline", "undefined", "undefined", ""}},
+		{"nested arrays share the scratch stack", `[[1,[2,[3]],4],[],[5]]`,
+			[]any{[]any{1.0, []any{2.0, []any{3.0}}, 4.0}, []any{}, []any{5.0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,6 +238,51 @@ func TestParseJSONValues(t *testing.T) {
 			t.Errorf("parseJSON(-0) = %v, %v; want -0", got, err)
 		}
 	})
+}
+
+func TestSmallIntMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in       string
+		prefix   string
+		two      bool
+		id, refs int64
+		ok       bool
+	}{
+		{`["pull",1]`, `["pull",`, false, 1, 0, true},
+		{`["pull",-3]`, `["pull",`, false, -3, 0, true},
+		{`["pull",0]`, `["pull",`, false, 0, 0, true},
+		{`["pull",999999999999999]`, `["pull",`, false, 999999999999999, 0, true},
+		{`["pull",1000000000000000]`, `["pull",`, false, 0, 0, false}, // 16 digits: general reader
+		{`["pull",01]`, `["pull",`, false, 0, 0, false},
+		{`["pull",-0]`, `["pull",`, false, 0, 0, false},
+		{`["pull",1.5]`, `["pull",`, false, 0, 0, false},
+		{`["pull",1e2]`, `["pull",`, false, 0, 0, false},
+		{`["pull", 1]`, `["pull",`, false, 0, 0, false},
+		{`["pull",1 ]`, `["pull",`, false, 0, 0, false},
+		{`["pull",1]x`, `["pull",`, false, 0, 0, false},
+		{`["pull",1,2]`, `["pull",`, false, 0, 0, false},
+		{`["pull",]`, `["pull",`, false, 0, 0, false},
+		{`["pull",-]`, `["pull",`, false, 0, 0, false},
+		{`["pull",1`, `["pull",`, false, 0, 0, false},
+		{`["release",-2,3]`, `["release",`, true, -2, 3, true},
+		{`["release",5,1]`, `["release",`, true, 5, 1, true},
+		{`["release",5]`, `["release",`, true, 0, 0, false},
+		{`["release",5,]`, `["release",`, true, 0, 0, false},
+		{`["release",5,1.0]`, `["release",`, true, 0, 0, false},
+		{`["release",5,1,1]`, `["release",`, true, 0, 0, false},
+	}
+	for _, tt := range tests {
+		var refs int64
+		var second *int64
+		if tt.two {
+			second = &refs
+		}
+		id, ok := smallIntMessage([]byte(tt.in), tt.prefix, second)
+		if ok != tt.ok || ok && (id != tt.id || refs != tt.refs) {
+			t.Errorf("smallIntMessage(%s) = %d, %d, %v; want %d, %d, %v", tt.in, id, refs, ok, tt.id, tt.refs, tt.ok)
+		}
+	}
 }
 
 // ---- the writer against JSON.stringify ----

@@ -102,6 +102,8 @@ type Session struct {
 	log    *slog.Logger
 	batch  batchMode
 
+	scratch []any // the JSON reader's stack, kept between messages (read loop only)
+
 	ctx    context.Context // session lifetime: canceled when the session ends
 	cancel context.CancelCauseFunc
 	// tctx lives until the transport is closed (the write loop may still send the final abort
