@@ -3,16 +3,23 @@ package capnweb
 // Running local calls.
 //
 // E-order: calls on local values start in the order they became ready — when they arrived, or,
-// for a call with promise arguments, when those resolved. A per-session executor goroutine runs
-// ready calls one after another, so fast calls run strictly in order with no goroutine per call.
+// for a call with promise arguments, when those resolved. Ready calls wait in execQ, and one
+// goroutine at a time holds the executor role and runs them one after another, so fast calls run
+// strictly in order with no goroutine per call. Usually that goroutine is the read loop itself:
+// after each message it runs the calls the message made ready (runReady), the way an event loop
+// does, so a call costs no hand-off between goroutines. A call that became ready elsewhere (a
+// promise argument settled, say) starts an executor goroutine, which exits when the queue is
+// empty.
+//
 // A call that blocks does not hold up the rest: when it waits on RPC (awaits a promise, reads or
 // writes a stream), says it is about to block (Blocking) or runs longer than handoffAfter, the
-// executor role passes to a new goroutine and the blocked call finishes on its own. The executor
-// lingers briefly when the queue empties, then exits: an idle session has no executor goroutine.
+// executor role passes to a new goroutine and the blocked call finishes on its own. When the
+// blocked call is running on the read loop, the read loop goes on in a new goroutine too: the
+// message the call awaits must still be read.
 //
-// Concurrency: execQ, execActive, execIdle and execBlocked are guarded by s.mu. An execRun's
-// owner flag says whether its goroutine still holds the executor role; only the holder takes from
-// execQ. execBlocked is the holder when its call said it would block (Blocking): the next call to
+// Concurrency: execQ, execActive and execBlocked are guarded by s.mu. An execRun's owner flag
+// says whether its goroutine still holds the executor role; only the holder takes from execQ.
+// execBlocked is the holder when its call said it would block (Blocking): the next call to
 // arrive makes it hand off.
 
 import (
@@ -23,7 +30,7 @@ import (
 
 const (
 	handoffAfter = time.Millisecond
-	execLinger   = 20 * time.Millisecond
+	execLinger   = 20 * time.Millisecond // how long an idle write loop waits for more to send
 )
 
 type execTask struct {
@@ -31,10 +38,17 @@ type execTask struct {
 	p    *promiseHook
 }
 
-// execRun is one executor goroutine's claim on the executor role.
+// execRun is one goroutine's claim on the executor role, for one runReady.
 type execRun struct {
-	s     *Session
-	owner atomic.Bool
+	s      *Session
+	owner  atomic.Bool
+	reader bool // the goroutine is the read loop: a hand-off moves the read loop too
+
+	// The watchdog: calls counts call starts and ends (odd: a call is running); the timer
+	// hands off a call still running at its second look.
+	dog   *time.Timer
+	calls atomic.Uint64
+	seen  uint64 // calls at the watchdog's last look (the timer's goroutine only)
 }
 
 type execRunKey struct{}
@@ -58,6 +72,14 @@ func (r *execRun) handoffLocked() {
 	if len(s.execQ) > 0 {
 		s.startExecutorLocked()
 	}
+	if r.reader {
+		s.pass.Store(false) // the pass ends here; what it queued goes out now
+		if len(s.out) > 0 {
+			s.kickWriterLocked()
+		}
+		s.wg.Add(1)
+		go s.readLoop()
+	}
 }
 
 // Blocking tells the session that the method call running with ctx (the context the method
@@ -68,9 +90,10 @@ func (r *execRun) handoffLocked() {
 // calls behind it for up to a millisecond. Call it from the method itself, while it runs; it
 // does nothing after the first time, or outside a method call.
 //
-// The hand-off is lazy: it happens when the next call arrives (or at once if one is waiting), so
-// a call that blocks while nothing else is queued keeps the executor's goroutine, and its grown
-// stack, for the calls after it.
+// On an executor goroutine the hand-off is lazy: it happens when the next call arrives (or at
+// once if one is waiting), so a call that blocks while nothing else is queued keeps the
+// executor's goroutine, and its grown stack, for the calls after it. On the read loop it is
+// immediate: the read loop goes on in a new goroutine.
 func Blocking(ctx context.Context) {
 	r, ok := ctx.Value(execRunKey{}).(*execRun)
 	if !ok {
@@ -81,7 +104,8 @@ func Blocking(ctx context.Context) {
 	defer s.mu.Unlock()
 	switch {
 	case !r.owner.Load():
-	case len(s.execQ) > 0:
+	case len(s.execQ) > 0, r.reader:
+		// On the read loop, at once: no message can arrive to trigger it while the call blocks.
 		r.handoffLocked()
 	default:
 		s.execBlocked = r // enqueueLocked hands off
@@ -107,63 +131,73 @@ func (s *Session) enqueueLocked(t execTask) {
 	s.execQ = append(s.execQ, t)
 	switch {
 	case !s.execActive:
+		if s.pass.Load() {
+			return // the read loop runs it once the message is handled (runQueued)
+		}
 		s.startExecutorLocked()
 	case s.execBlocked != nil:
 		s.execBlocked.handoffLocked()
-	case s.execIdle:
-		s.execIdle = false
-		select {
-		case s.execWake <- struct{}{}:
-		default:
-		}
 	}
+}
+
+// runQueued is called by the read loop after each message: it runs the calls that are ready
+// when no goroutine holds the executor role. It reports whether this goroutine is still the
+// read loop (false: a call blocked, and the read loop went on in a new goroutine).
+func (s *Session) runQueued() bool {
+	s.mu.Lock()
+	if s.execActive || len(s.execQ) == 0 {
+		s.mu.Unlock()
+		return true
+	}
+	s.execActive = true
+	s.mu.Unlock()
+	return s.runReady(true)
 }
 
 func (s *Session) executor() {
 	defer s.wg.Done()
-	r := &execRun{s: s}
+	s.runReady(false)
+}
+
+// runReady runs ready calls until the queue is empty, in a goroutine that has just been given the
+// executor role (execActive set). It reports whether the role was given back because the queue
+// emptied (true), or was handed off (false): then a call blocked and this goroutine finished it
+// on its own.
+func (s *Session) runReady(reader bool) bool {
+	r := &execRun{s: s, reader: reader}
 	r.owner.Store(true)
 	ctx := context.WithValue(s.ctx, execRunKey{}, r)
-	watchdog := time.AfterFunc(time.Hour, r.handoff)
-	watchdog.Stop()
-	var linger *time.Timer
+	defer func() {
+		if r.dog != nil {
+			r.dog.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		if !r.owner.Load() {
 			s.mu.Unlock()
-			return
+			return false
 		}
 		if len(s.execQ) == 0 {
-			if s.err != nil {
-				s.execActive = false
-				s.mu.Unlock()
-				return
-			}
-			s.execIdle = true
+			r.owner.Store(false)
+			s.execActive = false
+			s.execBlocked = nil
 			s.mu.Unlock()
-			if lingerFor(&linger, s.execWake, s.ctx.Done()) {
-				continue
-			}
-			s.mu.Lock()
-			s.execIdle = false
-			if len(s.execQ) == 0 || s.err != nil {
-				if r.owner.Load() {
-					s.execActive = false
-				}
-				s.mu.Unlock()
-				return
-			}
-			s.mu.Unlock()
-			continue
+			return true
 		}
 		t := s.execQ[0]
 		s.execQ[0] = execTask{}
 		s.execQ = s.execQ[1:]
 		s.mu.Unlock()
 
-		watchdog.Reset(handoffAfter)
+		r.calls.Add(1)
+		if r.dog == nil {
+			// Armed by Reset, after the assignment the timer's function reads.
+			r.dog = time.AfterFunc(time.Hour, r.watch)
+			r.dog.Reset(handoffAfter)
+		}
 		v, err := t.body(ctx)
-		watchdog.Stop()
+		r.calls.Add(1)
 		s.mu.Lock()
 		s.running--
 		if s.execBlocked == r {
@@ -172,6 +206,22 @@ func (s *Session) executor() {
 		s.mu.Unlock()
 		t.p.resolve(resultHook(v, err, s))
 	}
+}
+
+// watch is the watchdog's look, every handoffAfter while the run holds the role: a call that
+// was already running at the last look, and still is, has run for at least handoffAfter, and
+// the role passes on.
+func (r *execRun) watch() {
+	if !r.owner.Load() {
+		return
+	}
+	n := r.calls.Load()
+	if n%2 == 1 && n == r.seen {
+		r.handoff()
+		return
+	}
+	r.seen = n
+	r.dog.Reset(handoffAfter)
 }
 
 // run schedules body as a local call and returns the promise of its result. prepare, when not

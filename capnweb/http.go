@@ -290,6 +290,14 @@ func (t *wsTransport) SendBatch(_ context.Context, msgs [][]byte) error {
 	return t.c.WriteMessages(ws.Text, msgs...)
 }
 
+// TrySendBatch makes the transport a tryBatchSender.
+func (t *wsTransport) TrySendBatch(msgs [][]byte) (bool, error) {
+	return t.c.TryWriteMessages(ws.Text, msgs...)
+}
+
+// Buffered reports whether received bytes wait in the read buffer (see Session.buffered).
+func (t *wsTransport) Buffered() bool { return t.c.Buffered() }
+
 // WaitReadable makes the transport an idleWaiter.
 func (t *wsTransport) WaitReadable() { t.c.WaitReadable() }
 

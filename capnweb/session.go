@@ -133,16 +133,19 @@ type Session struct {
 	pulling      int
 	running      int
 	execQ        []execTask // ready local calls, in order (exec.go)
-	execActive   bool       // an executor goroutine owns execQ
-	execIdle     bool       // it is waiting for work
+	execActive   bool       // a goroutine (the read loop or an executor) owns execQ
 	execBlocked  *execRun   // the executor, when its call is blocking (Blocking): hand off on the next call
-	execWake     chan struct{}
 	targets      map[any]*targetRef
 
 	mainStub *Stub
 	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
 
 	readResumes atomic.Int32 // times the read loop moved to a fresh goroutine (tests)
+	// pass is set while the read loop handles what it has read (a pass: the messages already
+	// buffered, one after another, and the calls they make ready). Meanwhile ready calls wait for
+	// the read loop to run them (runQueued) and outbound messages wait for it to send them
+	// (endPass), with no hand-off between goroutines.
+	pass atomic.Bool
 }
 
 type batchMode int
@@ -192,7 +195,6 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 		nextPushID:   1,
 		nextImportID: 1,
 		targets:      map[any]*targetRef{},
-		execWake:     make(chan struct{}, 1),
 		writeWake:    make(chan struct{}, 1),
 	}
 	if opts != nil {
@@ -318,6 +320,7 @@ func (s *Session) resumeRead() {
 
 func (s *Session) readLoop() {
 	restart := false
+	inPass := 0 // messages handled in this pass
 	defer func() {
 		s.wg.Done()
 		if !restart && s.onEnd != nil {
@@ -350,13 +353,82 @@ func (s *Session) readLoop() {
 			s.shutdown(typeErrorf("Incoming message exceeds maximum size of %d bytes.", s.limits.MaxMessageSize), true)
 			return
 		}
+		s.pass.Store(true)
 		if err := s.handle(msg); err != nil {
+			s.endPass()
 			s.shutdown(err, true)
 			return
 		}
 		if s.ctx.Err() != nil {
+			s.endPass()
 			return
 		}
+		if !s.runQueued() {
+			restart = true // a call blocked: the read loop went on in another goroutine
+			return
+		}
+		if inPass++; inPass >= maxPass || !s.buffered() {
+			s.endPass()
+			inPass = 0
+		}
+	}
+}
+
+// maxPass bounds the messages of one pass, so that a peer that keeps the read buffer full
+// still gets its answers.
+const maxPass = 64
+
+// buffered reports whether the transport holds more received bytes, so that the pass may go on
+// without waiting.
+func (s *Session) buffered() bool {
+	b, ok := s.t.(interface{ Buffered() bool })
+	return ok && b.Buffered()
+}
+
+// tryBatchSender is a Transport that can send without waiting, or refuse to (the WebSocket
+// transport on plain TCP, Linux).
+type tryBatchSender interface {
+	// TrySendBatch sends msgs, in order, unless that means waiting; it reports whether it took
+	// them (it may finish sending them in the background; later sends go after).
+	TrySendBatch(msgs [][]byte) (bool, error)
+}
+
+// endPass ends the read loop's pass: it sends what the pass queued, itself when the transport
+// can do that without waiting and no write is under way, else by the write loop; and it starts
+// an executor for ready calls that arrived meanwhile from elsewhere.
+func (s *Session) endPass() {
+	s.pass.Store(false)
+	s.mu.Lock()
+	if !s.execActive && len(s.execQ) > 0 {
+		s.startExecutorLocked()
+	}
+	if len(s.out) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	ts, ok := s.t.(tryBatchSender)
+	if !ok || s.writing || s.writerActive && !s.writerIdle || s.closing {
+		s.kickWriterLocked()
+		s.mu.Unlock()
+		return
+	}
+	batch := s.out
+	s.out = nil
+	s.writing = true
+	s.mu.Unlock()
+	took, err := ts.TrySendBatch(batch)
+	s.mu.Lock()
+	s.writing = false
+	if !took {
+		s.out = append(batch, s.out...)
+	}
+	if len(s.out) > 0 {
+		s.kickWriterLocked()
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if err != nil {
+		s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
 	}
 }
 
@@ -401,6 +473,9 @@ func (s *Session) writeLoop() {
 	var linger *time.Timer
 	for {
 		s.mu.Lock()
+		for s.writing {
+			s.cond.Wait() // the read loop is sending (endPass)
+		}
 		if len(s.out) == 0 {
 			if s.closing {
 				s.writerActive = false
@@ -465,14 +540,16 @@ func (s *Session) queueLocked(msg []byte) {
 		return
 	}
 	s.out = append(s.out, msg)
-	s.kickWriterLocked()
+	if !s.pass.Load() {
+		s.kickWriterLocked() // else the read loop sends it when its pass ends
+	}
 }
 
 // flush waits until every queued message has been handed to the transport (or the session
 // has ended and its writer is gone).
 func (s *Session) flush() {
 	s.mu.Lock()
-	for (len(s.out) > 0 || s.writing) && s.writerActive {
+	for len(s.out) > 0 && s.writerActive || s.writing {
 		s.cond.Wait()
 	}
 	s.mu.Unlock()

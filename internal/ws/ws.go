@@ -120,6 +120,8 @@ type Conn struct {
 
 	wmu       sync.Mutex
 	wbuf      []byte // frames being written; nil between writes
+	pending   []byte // the rest of frames TryWriteMessages could not write at once (under wmu)
+	pendBuf   []byte // the pooled buffer pending points into
 	closeSent bool
 	werr      error
 
@@ -477,8 +479,8 @@ func (c *Conn) writeFrames(op byte, payloads [][]byte) error {
 }
 
 func (c *Conn) writeLocked(op byte, payloads [][]byte) error {
-	if c.werr != nil {
-		return c.werr
+	if err := c.writePendingLocked(); err != nil {
+		return err
 	}
 	n := 0
 	for _, p := range payloads {
@@ -497,6 +499,106 @@ func (c *Conn) writeLocked(op byte, payloads [][]byte) error {
 		c.werr = err
 	}
 	return err
+}
+
+// TryWriteMessages is WriteMessages for a caller that must not wait: a read loop answering what
+// it read. It reports whether it took the messages. It does not take them when it would have to
+// wait for another write, or where the connection cannot be written without blocking (only
+// plain TCP on Linux can). When it takes them, it writes what the socket accepts at once, and a
+// background goroutine writes the rest; later writes go after it.
+func (c *Conn) TryWriteMessages(typ MessageType, msgs ...[]byte) (bool, error) {
+	if c.raw == nil || !c.wmu.TryLock() {
+		return false, nil
+	}
+	defer c.wmu.Unlock()
+	switch {
+	case c.closeSent:
+		return true, ErrClosed
+	case c.werr != nil:
+		return true, c.werr
+	case c.pending != nil:
+		return false, nil // the background write is not done
+	}
+	n := 0
+	for _, p := range msgs {
+		n += 14 + len(p)
+	}
+	buf := getBuf(n)
+	for _, p := range msgs {
+		buf = c.appendFrame(buf, byte(typ), p)
+	}
+	written, err := c.writeNow(buf)
+	switch {
+	case err != nil:
+		putBuf(buf)
+		c.werr = err
+		return true, err
+	case written == len(buf):
+		putBuf(buf)
+		return true, nil
+	}
+	c.pending, c.pendBuf = buf[written:], buf
+	go func() {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		_ = c.writePendingLocked() // an error is the next write's to report
+	}()
+	return true, nil
+}
+
+// writeNow writes what the socket takes of b without waiting.
+func (c *Conn) writeNow(b []byte) (int, error) {
+	var n int
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return true
+			case err != nil:
+				werr = err
+				return true
+			}
+			n += m
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	if errors.Is(err, net.ErrClosed) {
+		err = ErrClosed
+	}
+	return n, err
+}
+
+// writePendingLocked writes what TryWriteMessages left, if anything. Caller holds wmu.
+func (c *Conn) writePendingLocked() error {
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.pending == nil {
+		return nil
+	}
+	_, err := c.rwc.Write(c.pending)
+	putBuf(c.pendBuf)
+	c.pending, c.pendBuf = nil, nil
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			err = ErrClosed
+		}
+		c.werr = err
+	}
+	return err
+}
+
+// Buffered reports whether bytes the peer sent are already read into the connection's buffer,
+// so that the next ReadMessage may well not wait.
+func (c *Conn) Buffered() bool {
+	return c.br != nil && c.br.Buffered() > 0
 }
 
 func (c *Conn) appendFrame(b []byte, op byte, p []byte) []byte {
