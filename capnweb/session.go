@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -374,6 +375,9 @@ func (s *Session) readLoop() {
 	}
 }
 
+// yieldBelow: the write loop yields once before sending fewer messages than this.
+const yieldBelow = 16
+
 // maxPass bounds the messages of one pass, so that a peer that keeps the read buffer full
 // still gets its answers.
 const maxPass = 64
@@ -471,6 +475,7 @@ func (s *Session) kickWriterLocked() {
 func (s *Session) writeLoop() {
 	defer s.wg.Done()
 	var linger *time.Timer
+	yielded := false
 	for {
 		s.mu.Lock()
 		for s.writing {
@@ -501,6 +506,15 @@ func (s *Session) writeLoop() {
 			s.mu.Unlock()
 			continue
 		}
+		if !yielded && len(s.out) < yieldBelow && !s.closing {
+			// Let the goroutines that are ready to queue more (callers woken by the answers
+			// just read, typically) do so first: one write then carries them all.
+			yielded = true
+			s.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		batch := s.out
 		s.out = nil
 		s.writing = true

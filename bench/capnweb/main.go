@@ -59,6 +59,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated workloads to run: "+strings.Join(workloadNames, ","))
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
 	profile := flag.String("profile", "", "write a CPU profile of the Go server to this file (the Go server then runs as this binary re-executed, same handler and API as interop/goserver)")
+	clientProfile := flag.String("clientprofile", "", "write a CPU profile of the load client (this process, all servers' workloads) to this file")
 	servers := flag.String("servers", strings.Join(serverNames, ","), "servers to start and measure")
 	dur := flag.Duration("time", 0, "length of each measurement (default 2s, 250ms with -quick)")
 	warm := flag.Duration("warm", 0, "warm-up before each measurement (default 500ms, 100ms with -quick)")
@@ -103,7 +104,13 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, cfg); err != nil {
+	stopProfile := harness.StartCPUProfile(*clientProfile)
+	err := run(ctx, cfg)
+	stopProfile()
+	if *clientProfile != "" {
+		fmt.Fprintf(os.Stderr, "load client CPU profile: %s (go tool pprof -top %s)\n", *clientProfile, *clientProfile)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -510,3 +510,64 @@ func TestCloseAfterReaderStopped(t *testing.T) {
 		t.Fatal("Close waited forever for a reader that had stopped")
 	}
 }
+
+// TryWriteMessages never waits: on a peer that is not reading it takes a message larger than the
+// socket buffers and finishes it in the background, refuses the next one while that is under
+// way, and a WriteMessages after it arrives after it, whole.
+func TestTryWriteDoesNotWait(t *testing.T) {
+	srv, accepted := acceptServer(t)
+	c := dial(t, wsURL(srv))
+	s := <-accepted
+	defer s.shutdown()
+	if s.raw == nil {
+		t.Skip("no non-blocking writes on this platform")
+	}
+	big := bytes.Repeat([]byte("b"), 8<<20) // more than loopback's socket buffers hold
+	took, err := s.TryWriteMessages(Binary, big)
+	if !took || err != nil {
+		t.Fatalf("TryWriteMessages(8 MiB) = %v, %v; want taken", took, err)
+	}
+	if took, err := s.TryWriteMessages(Text, []byte("second")); took || err != nil {
+		t.Errorf("TryWriteMessages while the first is still being written = %v, %v; want not taken", took, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WriteMessages(Text, []byte("third")) }()
+	typ, got, err := c.ReadMessage(16 << 20)
+	if err != nil || typ != Binary || !bytes.Equal(got, big) {
+		t.Fatalf("first message: %v, %d bytes, %v", typ, len(got), err)
+	}
+	if _, got, err := c.ReadMessage(0); err != nil || string(got) != "third" {
+		t.Fatalf("second message: %q, %v; want third", got, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took, err := s.TryWriteMessages(Text, []byte("fourth")); !took || err != nil {
+		t.Fatalf("TryWriteMessages once idle = %v, %v", took, err)
+	}
+	if _, got, err := c.ReadMessage(0); err != nil || string(got) != "fourth" {
+		t.Fatalf("got %q, %v; want fourth", got, err)
+	}
+}
+
+// A background write of TryWriteMessages goes before the close frame.
+func TestTryWriteThenClose(t *testing.T) {
+	srv, accepted := acceptServer(t)
+	c := dial(t, wsURL(srv))
+	s := <-accepted
+	if s.raw == nil {
+		t.Skip("no non-blocking writes on this platform")
+	}
+	big := bytes.Repeat([]byte("c"), 8<<20)
+	if took, err := s.TryWriteMessages(Binary, big); !took || err != nil {
+		t.Fatalf("TryWriteMessages = %v, %v", took, err)
+	}
+	go s.Close(StatusNormal, "bye")
+	if _, got, err := c.ReadMessage(16 << 20); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("got %d bytes, %v; want the whole message before the close", len(got), err)
+	}
+	var ce *CloseError
+	if _, _, err := c.ReadMessage(0); !errors.As(err, &ce) || ce.Reason != "bye" {
+		t.Fatalf("got %v, want the close frame", err)
+	}
+}
