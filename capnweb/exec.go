@@ -44,11 +44,10 @@ type execRun struct {
 	owner  atomic.Bool
 	reader bool // the goroutine is the read loop: a hand-off moves the read loop too
 
-	// The watchdog: calls counts call starts and ends (odd: a call is running); the timer
-	// hands off a call still running at its second look.
-	dog   *time.Timer
+	// For the watchdog (Session.watch): calls counts call starts and ends (odd: a call is
+	// running).
 	calls atomic.Uint64
-	seen  uint64 // calls at the watchdog's last look (the timer's goroutine only)
+	seen  atomic.Uint64 // calls at the watchdog's last look
 }
 
 type execRunKey struct{}
@@ -167,9 +166,10 @@ func (s *Session) runReady(reader bool) bool {
 	r := &execRun{s: s, reader: reader}
 	r.owner.Store(true)
 	ctx := context.WithValue(s.ctx, execRunKey{}, r)
+	watched := false
 	defer func() {
-		if r.dog != nil {
-			r.dog.Stop()
+		if watched {
+			s.dogRun.CompareAndSwap(r, nil)
 		}
 	}()
 	for {
@@ -191,10 +191,10 @@ func (s *Session) runReady(reader bool) bool {
 		s.mu.Unlock()
 
 		r.calls.Add(1)
-		if r.dog == nil {
-			// Armed by Reset, after the assignment the timer's function reads.
-			r.dog = time.AfterFunc(time.Hour, r.watch)
-			r.dog.Reset(handoffAfter)
+		if !watched {
+			watched = true
+			s.dogRun.Store(r)
+			s.armWatchdog()
 		}
 		v, err := t.body(ctx)
 		r.calls.Add(1)
@@ -208,20 +208,34 @@ func (s *Session) runReady(reader bool) bool {
 	}
 }
 
-// watch is the watchdog's look, every handoffAfter while the run holds the role: a call that
-// was already running at the last look, and still is, has run for at least handoffAfter, and
-// the role passes on.
-func (r *execRun) watch() {
-	if !r.owner.Load() {
+// The watchdog hands off a call that runs longer than handoffAfter. One timer per session looks
+// every handoffAfter at the run holding the executor role (dogRun), for as long as there is
+// one: arming it per call or per run would cost more than the calls it watches.
+
+// armWatchdog makes sure the watchdog's timer will look.
+func (s *Session) armWatchdog() {
+	if s.dogArmed.Swap(true) {
+		return
+	}
+	s.dogOnce.Do(func() { s.dog = time.AfterFunc(time.Hour, s.watch) })
+	s.dog.Reset(handoffAfter)
+}
+
+// watch is the watchdog's look: a call that was already running at the last look, and still
+// is, has run for at least handoffAfter, and the executor role passes on.
+func (s *Session) watch() {
+	s.dogArmed.Store(false)
+	r := s.dogRun.Load()
+	if r == nil || !r.owner.Load() {
 		return
 	}
 	n := r.calls.Load()
-	if n%2 == 1 && n == r.seen {
+	if n%2 == 1 && n == r.seen.Load() {
 		r.handoff()
 		return
 	}
-	r.seen = n
-	r.dog.Reset(handoffAfter)
+	r.seen.Store(n)
+	s.armWatchdog()
 }
 
 // run schedules body as a local call and returns the promise of its result. prepare, when not

@@ -147,6 +147,11 @@ type Session struct {
 	// the read loop to run them (runQueued) and outbound messages wait for it to send them
 	// (endPass), with no hand-off between goroutines.
 	pass atomic.Bool
+
+	dog      *time.Timer // the watchdog (exec.go), made once
+	dogOnce  sync.Once
+	dogArmed atomic.Bool             // its timer is set to look
+	dogRun   atomic.Pointer[execRun] // the run it watches
 }
 
 type batchMode int

@@ -100,7 +100,7 @@ func metricsFor(workload string) []metric {
 	case strings.HasPrefix(workload, "chain/"):
 		return []metric{{Name: "p50 µs/iter ↓", Get: mP50.Get, Format: fmtUs}, {Name: "p99 µs/iter ↓", Get: mP99.Get, Format: fmtUs}}
 	case strings.HasPrefix(workload, "batch"):
-		return []metric{mRate, {Name: "p50 µs/batch ↓", Get: mP50.Get, Format: fmtUs}, mCPU}
+		return []metric{mRate, {Name: "p50 µs/batch ↓", Get: mP50.Get, Format: fmtUs}, mCPU, mCli}
 	case strings.HasPrefix(workload, "payload") && strings.HasSuffix(workload, "/seq"):
 		return []metric{mP50, mP99, mMBps}
 	case strings.HasPrefix(workload, "payload"):
