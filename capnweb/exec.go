@@ -86,7 +86,7 @@ func (r *execRun) handoffLocked() {
 // another service — so that the calls that arrived after it start without waiting for it to
 // return, as they do when it awaits a promise or reads a stream. Calls still start in the order
 // they arrived; only their completions interleave. Without it, a blocked call holds up the
-// calls behind it for up to a millisecond. Call it from the method itself, while it runs; it
+// calls behind it for one to two milliseconds. Call it from the method itself, while it runs; it
 // does nothing after the first time, or outside a method call.
 //
 // On an executor goroutine the hand-off is lazy: it happens when the next call arrives (or at
