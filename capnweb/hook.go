@@ -35,6 +35,17 @@ type hook interface {
 // and *pending placeholders that must be awaited before delivery.
 type payload struct {
 	v any
+	// borrowed: v is the caller's and holds no references. It may be read (encoded) as is; a
+	// hook that keeps it takes a copy (owned).
+	borrowed bool
+}
+
+// owned returns p, or a copy of its value that the receiver may keep when p is borrowed.
+func (p *payload) owned() *payload {
+	if p != nil && p.borrowed {
+		return &payload{v: dupValue(p.v)}
+	}
+	return p
 }
 
 // pending is a promise inside a value tree: it is replaced by its resolution before the value

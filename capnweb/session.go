@@ -148,6 +148,8 @@ type Session struct {
 	// (endPass), with no hand-off between goroutines.
 	pass atomic.Bool
 
+	outSpare [][]byte // a sent queue's slice, for the next (under mu)
+
 	dog      *time.Timer // the watchdog (exec.go), made once
 	dogOnce  sync.Once
 	dogArmed atomic.Bool             // its timer is set to look
@@ -421,14 +423,15 @@ func (s *Session) endPass() {
 		s.mu.Unlock()
 		return
 	}
-	batch := s.out
-	s.out = nil
+	batch := s.takeOutLocked()
 	s.writing = true
 	s.mu.Unlock()
 	took, err := ts.TrySendBatch(batch)
 	s.mu.Lock()
 	s.writing = false
-	if !took {
+	if took {
+		s.recycleOutLocked(batch)
+	} else {
 		s.out = append(batch, s.out...)
 	}
 	if len(s.out) > 0 {
@@ -520,17 +523,33 @@ func (s *Session) writeLoop() {
 			continue
 		}
 		yielded = false
-		batch := s.out
-		s.out = nil
+		batch := s.takeOutLocked()
 		s.writing = true
 		s.mu.Unlock()
 		if err := s.sendAll(batch); err != nil {
 			s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
 		}
 		s.mu.Lock()
+		s.recycleOutLocked(batch)
 		s.writing = false
 		s.cond.Broadcast()
 		s.mu.Unlock()
+	}
+}
+
+// takeOutLocked takes the outbound queue to send it. Caller holds mu.
+func (s *Session) takeOutLocked() [][]byte {
+	batch := s.out
+	s.out = nil
+	return batch
+}
+
+// recycleOutLocked keeps a sent batch's slice for the next queue, unless it grew large.
+// Caller holds mu.
+func (s *Session) recycleOutLocked(batch [][]byte) {
+	if cap(batch) <= 256 {
+		clear(batch)
+		s.outSpare = batch[:0]
 	}
 }
 
@@ -557,6 +576,9 @@ func (s *Session) sendAll(msgs [][]byte) error {
 func (s *Session) queueLocked(msg []byte) {
 	if s.err != nil {
 		return
+	}
+	if s.out == nil {
+		s.out, s.outSpare = s.outSpare, nil
 	}
 	s.out = append(s.out, msg)
 	if !s.pass.Load() {
@@ -779,7 +801,14 @@ func (s *Session) ensureResolving(id int64) error {
 	}
 	e.pulling = true
 	s.pulling++
-	h := e.h.dup()
+	var h hook
+	if ih, ok := e.h.(*importHook); ok && ih.s == s {
+		// A call forwarded to the peer (made on a promise that had resolved to one of its
+		// objects): its dup would take mu, which this holds.
+		h = s.newImportRef(ih.e)
+	} else {
+		h = e.h.dup()
+	}
 	auto := e.autoRelease
 	s.mu.Unlock()
 	if p, ok := h.(*promiseHook); ok {
@@ -941,7 +970,7 @@ func (h *importHook) resolution() hook {
 
 func (h *importHook) call(path []any, args *payload) hook {
 	if r := h.resolution(); r != nil {
-		return r.call(path, args)
+		return r.call(path, args.owned())
 	}
 	return h.s.sendCall(h.e, path, args)
 }
@@ -1041,7 +1070,7 @@ func (s *Session) endSendLocked(e *importEntry) {
 // It takes ownership of args.
 func (s *Session) sendCall(e *importEntry, path []any, args *payload) hook {
 	if r := s.beginSend(e); r != nil {
-		return r.call(path, args)
+		return r.call(path, args.owned())
 	}
 	s.sendMu.Lock()
 	enc := encoder{s: s}

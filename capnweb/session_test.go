@@ -548,3 +548,44 @@ func TestBlocking(t *testing.T) {
 		})
 	}
 }
+
+// mutator changes the map it is given.
+type mutator struct{ capnweb.Target }
+
+func (mutator) Scribble(m map[string]any) string {
+	m["scribbled"] = true
+	return "ok"
+}
+
+// echoStub returns the stub it is given.
+type echoStub struct{ capnweb.Target }
+
+func (echoStub) Back(s *capnweb.Stub) *capnweb.Stub { return s.Dup() }
+
+// TestCallArgumentsStayTheCallers checks that the caller keeps what it passed: a call that goes
+// to the peer encodes the arguments without copying them, and one that turns out to be local (a
+// promise that resolved to the caller's own object) gets a copy it may change.
+func TestCallArgumentsStayTheCallers(t *testing.T) {
+	t.Parallel()
+	a, b := capnweb.Pipe()
+	srv := capnweb.NewSession(a, &echoStub{}, nil)
+	client := capnweb.NewSession(b, nil, nil)
+	defer srv.Close()
+	defer client.Close()
+
+	arg := map[string]any{"k": "v"}
+	local := capnweb.NewStub(&mutator{})
+	defer local.Release()
+	back := client.Main().Call("back", local) // a promise, resolving to our own mutator
+	defer back.Release()
+	capnwebtest.Await[any](t, back.Call("scribble", arg))
+	if _, ok := arg["scribbled"]; ok {
+		t.Errorf("a local call through a resolved promise changed the caller's argument: %v", arg)
+	}
+	direct := local.Call("scribble", arg)
+	defer direct.Release()
+	capnwebtest.Await[any](t, direct)
+	if _, ok := arg["scribbled"]; ok {
+		t.Errorf("a local call changed the caller's argument: %v", arg)
+	}
+}

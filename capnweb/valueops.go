@@ -158,7 +158,7 @@ func (p *payload) resolve(ctx context.Context) (any, error) {
 }
 
 func (p *payload) release() {
-	if p != nil {
+	if p != nil && !p.borrowed {
 		releaseValue(p.v)
 		p.v = nil
 	}

@@ -596,8 +596,13 @@ func (c *Conn) writePendingLocked() error {
 }
 
 // Buffered reports whether bytes the peer sent are already read into the connection's buffer,
-// so that the next ReadMessage may well not wait.
+// so that the next ReadMessage may well not wait. It says false while a read (or Close, which
+// reads) is under way.
 func (c *Conn) Buffered() bool {
+	if !c.rmu.TryLock() {
+		return false
+	}
+	defer c.rmu.Unlock()
 	return c.br != nil && c.br.Buffered() > 0
 }
 
