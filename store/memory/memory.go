@@ -1,9 +1,7 @@
 // Package memory is a store.Store kept in maps, for tests. It passes the same conformance suite
-// as the SQLite and PostgreSQL stores: what comes back is decoded afresh from the same JSON those
-// stores write, never shared with the caller, and round-trips exactly as it would through a
-// database. A write keeps a private deep copy of the task and events, and encodes them to JSON
-// only when they are first read: writes cost little, and values never read back (the engine
-// keeps the live state of its tasks itself) are never encoded.
+// as the SQLite and PostgreSQL stores: tasks, events and push configs are kept as the same JSON
+// those stores write, so what comes back is decoded afresh, never shared with the caller, and
+// round-trips exactly as it would through a database.
 package memory
 
 import (
@@ -25,9 +23,9 @@ import (
 var errClosed = errors.New("memory store: closed")
 
 type event struct {
-	seq   int64
-	time  time.Time
-	event *frozenEvent
+	seq  int64
+	time time.Time
+	data []byte
 }
 
 type record struct {
@@ -37,7 +35,7 @@ type record struct {
 	version   int64
 	created   time.Time
 	updated   time.Time
-	task      *frozenTask
+	task      []byte // JSON of a2a.Task
 	events    []event
 	push      map[string][]byte // push config ID -> JSON of a2a.PushConfig
 }
@@ -78,7 +76,7 @@ func New() *Store {
 func (r *record) lastSeq() int64 { return int64(len(r.events)) }
 
 func (r *record) toTask() (*store.Task, error) {
-	t, err := r.task.thaw()
+	t, err := codec.DecodeTask(r.task)
 	if err != nil {
 		return nil, err
 	}
@@ -92,27 +90,10 @@ func (r *record) toTask() (*store.Task, error) {
 	}, nil
 }
 
-func (r *record) append(events []*frozenEvent, now time.Time) {
-	for _, e := range events {
-		r.events = append(r.events, event{seq: r.lastSeq() + 1, time: now, event: e})
+func (r *record) append(encoded [][]byte, now time.Time) {
+	for _, b := range encoded {
+		r.events = append(r.events, event{seq: r.lastSeq() + 1, time: now, data: b})
 	}
-}
-
-// freeze checks a task and the events written with it (codec.CheckTask) and copies both, as
-// Create and Update begin.
-func freeze(t *store.Task, events []a2a.Event) (*frozenTask, []*frozenEvent, error) {
-	if err := codec.CheckTask(t, events); err != nil {
-		return nil, nil, err
-	}
-	task, err := freezeTask(t.Task)
-	if err != nil {
-		return nil, nil, err
-	}
-	evs, err := freezeEvents(events)
-	if err != nil {
-		return nil, nil, err
-	}
-	return task, evs, nil
 }
 
 // get returns the owner's record; s.mu must be held.
@@ -132,7 +113,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err := codec.Live(ctx); err != nil {
 		return err
 	}
-	data, frozen, err := freeze(t, events)
+	data, encoded, err := codec.Encode(t, events)
 	if err != nil {
 		return err
 	}
@@ -158,7 +139,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		updated:   now,
 		task:      data,
 	}
-	r.append(frozen, now)
+	r.append(encoded, now)
 	for i, id := range cfgIDs {
 		if r.push == nil {
 			r.push = make(map[string][]byte)
@@ -176,7 +157,7 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err := codec.Live(ctx); err != nil {
 		return err
 	}
-	data, frozen, err := freeze(t, events)
+	data, encoded, err := codec.Encode(t, events)
 	if err != nil {
 		return err
 	}
@@ -194,7 +175,7 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 	r.version++
 	r.updated = now
 	first := r.lastSeq() + 1
-	r.append(frozen, now)
+	r.append(encoded, now)
 	s.enqueueLocked(t.Task.ID, r, first, now)
 	t.Version, t.LastSeq, t.Updated = r.version, r.lastSeq(), now
 	return nil
@@ -298,7 +279,7 @@ func (s *Store) Events(ctx context.Context, owner store.Owner, id a2a.TaskID, af
 	}
 	out := make([]store.Event, 0, len(evs))
 	for _, e := range evs {
-		ev, err := e.event.thaw()
+		ev, err := codec.DecodeEvent(e.data)
 		if err != nil {
 			return nil, fmt.Errorf("events: task %s seq %d: %w", id, e.seq, err)
 		}

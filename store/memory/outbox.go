@@ -59,7 +59,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		if err != nil {
 			return nil, err
 		}
-		ev, err := r.events[k.seq-1].event.thaw()
+		ev, err := codec.DecodeEvent(r.events[k.seq-1].data)
 		if err != nil {
 			return nil, fmt.Errorf("claim: task %s seq %d: %w", k.task, k.seq, err)
 		}
