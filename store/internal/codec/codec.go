@@ -90,9 +90,9 @@ func Encode(t *store.Task, events []a2a.Event) (task []byte, encoded [][]byte, e
 	return task, encoded, nil
 }
 
-// EncodeTask is the stored form of a task.
+// EncodeTask is the stored form of a task: json.Marshal's, written without reflection.
 func EncodeTask(t *a2a.Task) ([]byte, error) {
-	b, err := json.Marshal(t)
+	b, err := encode(appendTask, t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
@@ -109,11 +109,12 @@ func DecodeTask(b []byte) (*a2a.Task, error) {
 }
 
 // EncodeEvents is the stored form of events: each one wrapped as a StreamResponse
-// ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}).
+// ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}), as json.Marshal
+// writes it.
 func EncodeEvents(events []a2a.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
 	for i, e := range events {
-		b, err := json.Marshal(a2a.StreamResponse{Event: e})
+		b, err := encode(appendEvent, e)
 		if err != nil {
 			return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
 		}
