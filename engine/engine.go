@@ -6,10 +6,10 @@ package engine
 //   - taskState.mu guards one task's live state: its latest stored record, its active run, the
 //     ring of recent events, and the broadcast channel. Lock order: Engine.mu, then taskState.mu.
 //     Neither is held while calling the executor, the store or a subscriber.
-//   - Each run (one execution of the executor for a task) is a goroutine owned by the Engine
-//     (wg); it alone writes its task, in event order, so the store sees one writer per task.
-//     The executor itself runs on a second goroutine, the run's puller, which the run starts
-//     and waits for: it queues the executor's events (at most maxBatch) while the run writes
+//   - Each run (one execution of the executor for a task) runs on a goroutine owned by the
+//     Engine (a worker, workers.go); it alone writes its task, in event order, so the store sees
+//     one writer per task. The executor itself runs on a second worker, the run's puller, which
+//     the run starts and waits for: it queues the executor's events (at most maxBatch) while the run writes
 //     the previous ones, and the run writes all that queued up in one store write.
 //   - Subscribers never block the run: they are woken by closing taskState.changed and read
 //     new events from the ring, or from the store's log when they fell behind.
@@ -71,7 +71,9 @@ type Engine struct {
 
 	ctx    context.Context // runs derive from it; canceled by Close
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the workers (workers.go)
+	work   chan func()    // hands work to an idle worker
+	queues sync.Pool      // of chan pulled with capacity batch: the runs' queues, reused
 
 	mu     sync.Mutex
 	tasks  map[a2a.TaskID]*taskState
@@ -86,13 +88,14 @@ var ErrClosed = errors.New("engine: closed")
 // New returns an engine running exec on st. Call Recover once at startup to settle the tasks a
 // previous process left running, and Close to stop.
 func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
-	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch}
+	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch, work: make(chan func())}
 	if opts != nil {
 		e.opts = *opts
 	}
 	if wb, ok := st.(store.WriteBatcher); ok {
 		e.batch = cmp.Or(max(wb.WriteBatch(), 0), maxBatch)
 	}
+	e.queues.New = func() any { return make(chan pulled, e.batch) }
 	if e.opts.RingSize <= 0 {
 		e.opts.RingSize = 256
 	}
@@ -246,12 +249,10 @@ func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, 
 	ctx, cancel := context.WithCancelCause(e.ctx)
 	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
+	e.goWork(func() {
 		defer close(r.done)
 		e.execute(ctx, ts, r, initial, rec)
-	}()
+	})
 }
 
 // maxBatch is the default bound (a store may set its own, see store.WriteBatcher) on how many
@@ -272,15 +273,18 @@ type pulled struct {
 
 // pull runs the executor on its own goroutine (the puller) and queues what it yields, so that
 // it produces the next events while the previous ones are written (group commit: the events
-// queued during one write go to the store in the next). The queue is closed when the executor
-// returns, after an error, after an event that ends the run (a terminal or interrupted state,
-// or a direct reply), or once stop is closed, which also makes the executor's yield return
-// false. done is closed when the puller has returned.
-func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan struct{}) (q <-chan pulled, done <-chan struct{}) {
-	ch, fin := make(chan pulled, e.batch), make(chan struct{})
-	go func() {
+// queued during one write go to the store in the next). The puller returns, and closes done,
+// when the executor returns, after an error, after an event that ends the run (a terminal or
+// interrupted state, or a direct reply), or once stop is closed, which also makes the
+// executor's yield return false. Read q with next and tryRecv; once done is closed and the
+// events queued before are read, give q back with recycle.
+//
+// The queue is not closed but recycled: with the capacity a store may ask for (64 for the
+// memory store), a new one per run was a quarter of the bytes a send-task allocated.
+func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan struct{}) (q chan pulled, done <-chan struct{}) {
+	ch, fin := e.queues.Get().(chan pulled), make(chan struct{})
+	e.goWork(func() {
 		defer close(fin)
-		defer close(ch)
 		first := true
 		for ev, err := range e.exec.Execute(ctx, r.execCtx) {
 			select {
@@ -301,7 +305,7 @@ func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan str
 				first = false
 			}
 		}
-	}()
+	})
 	return ch, fin
 }
 
@@ -329,7 +333,11 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 	stop := make(chan struct{})
 	q, pullerDone := e.pull(ctx, r, rec == nil, stop)
 	// The executor has returned (or will, its yield answering false) before the run ends.
-	defer func() { close(stop); <-pullerDone }()
+	defer func() {
+		close(stop)
+		<-pullerDone
+		e.recycle(q)
+	}()
 
 	settled := false
 	// write applies evs to the task and stores them. If an event is invalid, the ones before
@@ -429,7 +437,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 	var batch []pulled
 events:
 	for {
-		it, ok := <-q
+		it, ok := next(q, pullerDone)
 		if !ok {
 			break
 		}
@@ -508,11 +516,32 @@ events:
 // tryRecv takes an item from q if one is ready.
 func tryRecv(q <-chan pulled) (pulled, bool) {
 	select {
-	case it, ok := <-q:
-		return it, ok
+	case it := <-q:
+		return it, true
 	default:
 		return pulled{}, false
 	}
+}
+
+// next waits for the next item of q; false once the puller has returned (done) and every item
+// it queued was taken.
+func next(q <-chan pulled, done <-chan struct{}) (pulled, bool) {
+	select {
+	case it := <-q:
+		return it, true
+	case <-done:
+		return tryRecv(q) // what it queued before returning
+	}
+}
+
+// recycle empties a run's queue, whose puller has returned, and keeps it for another run.
+func (e *Engine) recycle(q chan pulled) {
+	for {
+		if _, ok := tryRecv(q); !ok {
+			break
+		}
+	}
+	e.queues.Put(q)
 }
 
 // settleLocked ends the task's claim on its run as soon as the task is finished or waits for
