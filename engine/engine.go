@@ -230,6 +230,9 @@ func (e *Engine) release(ts *taskState) {
 // publish records events written to the store and wakes subscribers. Caller holds ts.mu.
 func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Event) {
 	first := rec.LastSeq - int64(len(events)) + 1
+	if ts.ring == nil {
+		ts.ring = make([]store.Event, 0, max(len(events), 4)) // a task's first events at once
+	}
 	for i, ev := range events {
 		ts.ring = append(ts.ring, store.Event{TaskID: ts.id, Seq: first + int64(i), Event: ev, Time: rec.Updated})
 	}
@@ -340,8 +343,9 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 	}()
 
 	settled := false
-	// write applies evs to the task and stores them. If an event is invalid, the ones before
-	// it are still written, and the error is returned.
+	// write applies evs to a copy of the task and stores them. If an event is invalid, the ones
+	// before it are still written, and the error is returned. A record, once stored, is never
+	// changed (the next write copies it), so it is published as it is, not copied again.
 	var write func(evs []a2a.Event) error
 	write = func(evs []a2a.Event) error {
 		base := initial
@@ -374,7 +378,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			e.wakePush()
 			rec = nr
 			ts.mu.Lock()
-			e.publishLocked(ts, cloneRec(rec), logged)
+			e.publishLocked(ts, rec, logged)
 			settleLocked(ts, r, rec)
 			ts.mu.Unlock()
 			return nil
@@ -387,7 +391,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		e.wakePush()
 		rec = &next
 		ts.mu.Lock()
-		e.publishLocked(ts, cloneRec(rec), evs)
+		e.publishLocked(ts, rec, evs)
 		settleLocked(ts, r, rec)
 		ts.mu.Unlock()
 		return nil
