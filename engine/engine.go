@@ -254,9 +254,15 @@ func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, 
 	ts.run = r
 	e.goWork(func() {
 		defer close(r.done)
+		// Until canceled, the run's context stays registered with the engine's: without this,
+		// every task ever run was kept there until Close.
+		defer cancel(errRunEnded)
 		e.execute(ctx, ts, r, initial, rec)
 	})
 }
+
+// errRunEnded is the cause of a run's context once the run is over.
+var errRunEnded = errors.New("engine: run ended")
 
 // maxBatch is the default bound (a store may set its own, see store.WriteBatcher) on how many
 // executor events wait to be written, and so how many one write carries: the executor runs at
