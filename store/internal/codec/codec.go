@@ -110,15 +110,27 @@ func DecodeTask(b []byte) (*a2a.Task, error) {
 
 // EncodeEvents is the stored form of events: each one wrapped as a StreamResponse
 // ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}), as json.Marshal
-// writes it.
+// writes it. The events share one allocation (each slice's capacity ends where it does).
 func EncodeEvents(events []a2a.Event) ([][]byte, error) {
-	out := make([][]byte, len(events))
-	for i, e := range events {
-		b, err := encode(appendEvent, e)
-		if err != nil {
-			return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
+	ends := make([]int, len(events))
+	all, err := encode(func(b []byte, events []a2a.Event) ([]byte, error) {
+		for i, e := range events {
+			var err error
+			if b, err = appendEvent(b, e); err != nil {
+				return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
+			}
+			ends[i] = len(b)
 		}
-		out[i] = b
+		return b, nil
+	}, events)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(events))
+	start := 0
+	for i, end := range ends {
+		out[i] = all[start:end:end]
+		start = end
 	}
 	return out, nil
 }
