@@ -9,10 +9,12 @@ package engine
 //   - Each run (one execution of the executor for a task) runs on a goroutine owned by the
 //     Engine (a worker, workers.go); it alone writes its task, in event order, so the store sees
 //     one writer per task. The executor itself runs on a second worker, the run's puller, which
-//     the run starts and waits for: it queues the executor's events (at most maxBatch) while the run writes
-//     the previous ones, and the run writes all that queued up in one store write.
-//   - Subscribers never block the run: they are woken by closing taskState.changed and read
-//     new events from the ring, or from the store's log when they fell behind.
+//     the run starts and waits for: it queues the executor's events (at most maxBatch) while
+//     the run writes the previous ones, and the run writes all that queued up in one store
+//     write.
+//   - Subscribers never block the run: they are woken by closing taskState.changed (or, if they
+//     wait only for the outcome, taskState.settled) and read new events from the ring, or from
+//     the store's log when they fell behind.
 
 import (
 	"cmp"
@@ -181,13 +183,18 @@ func ownerOf(ctx context.Context, tenant string) store.Owner {
 // ---- live task state ----
 
 type taskState struct {
-	id      a2a.TaskID
-	mu      sync.Mutex
-	rec     *store.Task   // latest stored record; nil before the task is created
-	owner   store.Owner   // who owns it (known before creation)
-	run     *run          // active execution, or nil
-	ring    []store.Event // the newest events, in order
-	changed chan struct{} // closed and replaced on every new event, and when a run ends
+	id    a2a.TaskID
+	mu    sync.Mutex
+	rec   *store.Task   // latest stored record; nil before the task is created
+	owner store.Owner   // who owns it (known before creation)
+	run   *run          // active execution, or nil
+	ring  []store.Event // the newest events, in order
+	// changed is closed on every new event, and when a run ends; settled only on events that
+	// leave the task in a state that ends a stream (terminal or interrupted), and when a run
+	// ends. Each is made when a watcher first waits on it (waitLocked), and set to nil when
+	// closed (wakeLocked): a publish nobody waits for makes no channel.
+	changed chan struct{}
+	settled chan struct{}
 	watches int
 	reply   *a2a.Message // a direct message reply (the task was never created)
 	refusal error        // an A2A error the executor answered with before creating the task
@@ -206,7 +213,7 @@ func (e *Engine) state(id a2a.TaskID) *taskState {
 	defer e.mu.Unlock()
 	ts := e.tasks[id]
 	if ts == nil {
-		ts = &taskState{id: id, changed: make(chan struct{})}
+		ts = &taskState{id: id}
 		e.tasks[id] = ts
 	}
 	ts.mu.Lock()
@@ -233,15 +240,44 @@ func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Even
 	if ts.ring == nil {
 		ts.ring = make([]store.Event, 0, max(len(events), 4)) // a task's first events at once
 	}
+	final := false
 	for i, ev := range events {
 		ts.ring = append(ts.ring, store.Event{TaskID: ts.id, Seq: first + int64(i), Event: ev, Time: rec.Updated})
+		if st, ok := stateAfter(ev); ok && endsStream(st) {
+			final = true
+		}
 	}
 	if over := len(ts.ring) - e.opts.RingSize; over > 0 {
 		ts.ring = append(ts.ring[:0:0], ts.ring[over:]...)
 	}
 	ts.rec = rec
-	close(ts.changed)
-	ts.changed = make(chan struct{})
+	ts.wakeLocked(final)
+}
+
+// wakeLocked wakes the watchers waiting for any change and, if final (an event left the task in
+// a state that ends a stream, or a run ended), those waiting for the end. Caller holds ts.mu.
+func (ts *taskState) wakeLocked(final bool) {
+	if ts.changed != nil {
+		close(ts.changed)
+		ts.changed = nil
+	}
+	if final && ts.settled != nil {
+		close(ts.settled)
+		ts.settled = nil
+	}
+}
+
+// waitLocked returns the channel wakeLocked closes next: at any change, or, if finalOnly, at
+// the next state that ends a stream or the end of a run. Caller holds ts.mu.
+func (ts *taskState) waitLocked(finalOnly bool) <-chan struct{} {
+	ch := &ts.changed
+	if finalOnly {
+		ch = &ts.settled
+	}
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
 }
 
 // ---- runs ----
@@ -327,8 +363,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		if ts.run == r {
 			ts.run = nil
 		}
-		close(ts.changed)
-		ts.changed = make(chan struct{})
+		ts.wakeLocked(true)
 		ts.mu.Unlock()
 		e.mu.Lock()
 		ts.mu.Lock()
@@ -581,8 +616,11 @@ func cloneRec(r *store.Task) *store.Task {
 const watchYield = 4
 
 // watch follows a task's events from afterSeq: it yields each stored event in order and stops
-// when the task reaches a state that ends a stream (see stops), or ctx ends.
-func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool) iter.Seq2[store.Event, error] {
+// when the task reaches a state that ends a stream (see stops), or ctx ends. With finalOnly it
+// wakes only when a state that ends a stream is published or a run ends, and yields the events
+// before in one go then: for callers that want the outcome, not the progress (a blocking
+// SendMessage), and whose stops are among the states that end a stream.
+func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool, finalOnly bool) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
 		seq := afterSeq
 		for {
@@ -601,7 +639,7 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 					}
 				}
 			}
-			changed := ts.changed
+			changed := ts.waitLocked(finalOnly)
 			running := ts.run != nil
 			reply, refusal := ts.reply, ts.refusal
 			ts.mu.Unlock()

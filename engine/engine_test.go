@@ -966,3 +966,19 @@ func TestRunContextEndsWithRun(t *testing.T) {
 		t.Fatal("the run's context is still open after the task completed")
 	}
 }
+
+// A blocking send waits for the outcome only (it is not woken by the events before it), and
+// still gets it when more events than the ring holds went by meanwhile.
+func TestSendMessageOutlivesRing(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	ex := &scripted{yielded: make(chan struct{})}
+	e := engine.New(ex, st, &engine.Options{RingSize: 4})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	const n = 100
+	task := send(t, e, t.Context(), msg(fmt.Sprint("many ", n)))
+	if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != n {
+		t.Errorf("SendMessage() = %s with %d artifacts, want completed with one of %d parts", task.Status.State, len(task.Artifacts), n)
+	}
+}
