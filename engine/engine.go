@@ -6,13 +6,15 @@ package engine
 //   - taskState.mu guards one task's live state: its latest stored record, its active run, the
 //     ring of recent events, and the broadcast channel. Lock order: Engine.mu, then taskState.mu.
 //     Neither is held while calling the executor, the store or a subscriber.
-//   - Each run (one execution of the executor for a task) is a goroutine owned by the Engine
-//     (wg); it alone writes its task, in event order, so the store sees one writer per task.
-//     The executor itself runs on a second goroutine, the run's puller, which the run starts
-//     and waits for: it queues the executor's events (at most maxBatch) while the run writes
-//     the previous ones, and the run writes all that queued up in one store write.
-//   - Subscribers never block the run: they are woken by closing taskState.changed and read
-//     new events from the ring, or from the store's log when they fell behind.
+//   - Each run (one execution of the executor for a task) runs on a goroutine owned by the
+//     Engine (a worker, workers.go); it alone writes its task, in event order, so the store sees
+//     one writer per task. The executor itself runs on a second worker, the run's puller, which
+//     the run starts and waits for: it queues the executor's events (at most maxBatch) while
+//     the run writes the previous ones, and the run writes all that queued up in one store
+//     write.
+//   - Subscribers never block the run: they are woken by closing taskState.changed (or, if they
+//     wait only for the outcome, taskState.settled) and read new events from the ring, or from
+//     the store's log when they fell behind.
 
 import (
 	"cmp"
@@ -71,7 +73,9 @@ type Engine struct {
 
 	ctx    context.Context // runs derive from it; canceled by Close
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the workers (workers.go)
+	work   chan func()    // hands work to an idle worker
+	queues sync.Pool      // of chan pulled with capacity batch: the runs' queues, reused
 
 	mu     sync.Mutex
 	tasks  map[a2a.TaskID]*taskState
@@ -86,13 +90,14 @@ var ErrClosed = errors.New("engine: closed")
 // New returns an engine running exec on st. Call Recover once at startup to settle the tasks a
 // previous process left running, and Close to stop.
 func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
-	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch}
+	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch, work: make(chan func())}
 	if opts != nil {
 		e.opts = *opts
 	}
 	if wb, ok := st.(store.WriteBatcher); ok {
 		e.batch = cmp.Or(max(wb.WriteBatch(), 0), maxBatch)
 	}
+	e.queues.New = func() any { return make(chan pulled, e.batch) }
 	if e.opts.RingSize <= 0 {
 		e.opts.RingSize = 256
 	}
@@ -178,13 +183,18 @@ func ownerOf(ctx context.Context, tenant string) store.Owner {
 // ---- live task state ----
 
 type taskState struct {
-	id      a2a.TaskID
-	mu      sync.Mutex
-	rec     *store.Task   // latest stored record; nil before the task is created
-	owner   store.Owner   // who owns it (known before creation)
-	run     *run          // active execution, or nil
-	ring    []store.Event // the newest events, in order
-	changed chan struct{} // closed and replaced on every new event, and when a run ends
+	id    a2a.TaskID
+	mu    sync.Mutex
+	rec   *store.Task   // latest stored record; nil before the task is created
+	owner store.Owner   // who owns it (known before creation)
+	run   *run          // active execution, or nil
+	ring  []store.Event // the newest events, in order
+	// changed is closed on every new event, and when a run ends; settled only on events that
+	// leave the task in a state that ends a stream (terminal or interrupted), and when a run
+	// ends. Each is made when a watcher first waits on it (waitLocked), and set to nil when
+	// closed (wakeLocked): a publish nobody waits for makes no channel.
+	changed chan struct{}
+	settled chan struct{}
 	watches int
 	reply   *a2a.Message // a direct message reply (the task was never created)
 	refusal error        // an A2A error the executor answered with before creating the task
@@ -203,7 +213,7 @@ func (e *Engine) state(id a2a.TaskID) *taskState {
 	defer e.mu.Unlock()
 	ts := e.tasks[id]
 	if ts == nil {
-		ts = &taskState{id: id, changed: make(chan struct{})}
+		ts = &taskState{id: id}
 		e.tasks[id] = ts
 	}
 	ts.mu.Lock()
@@ -227,15 +237,47 @@ func (e *Engine) release(ts *taskState) {
 // publish records events written to the store and wakes subscribers. Caller holds ts.mu.
 func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Event) {
 	first := rec.LastSeq - int64(len(events)) + 1
+	if ts.ring == nil {
+		ts.ring = make([]store.Event, 0, max(len(events), 4)) // a task's first events at once
+	}
+	final := false
 	for i, ev := range events {
 		ts.ring = append(ts.ring, store.Event{TaskID: ts.id, Seq: first + int64(i), Event: ev, Time: rec.Updated})
+		if st, ok := stateAfter(ev); ok && endsStream(st) {
+			final = true
+		}
 	}
 	if over := len(ts.ring) - e.opts.RingSize; over > 0 {
 		ts.ring = append(ts.ring[:0:0], ts.ring[over:]...)
 	}
 	ts.rec = rec
-	close(ts.changed)
-	ts.changed = make(chan struct{})
+	ts.wakeLocked(final)
+}
+
+// wakeLocked wakes the watchers waiting for any change and, if final (an event left the task in
+// a state that ends a stream, or a run ended), those waiting for the end. Caller holds ts.mu.
+func (ts *taskState) wakeLocked(final bool) {
+	if ts.changed != nil {
+		close(ts.changed)
+		ts.changed = nil
+	}
+	if final && ts.settled != nil {
+		close(ts.settled)
+		ts.settled = nil
+	}
+}
+
+// waitLocked returns the channel wakeLocked closes next: at any change, or, if finalOnly, at
+// the next state that ends a stream or the end of a run. Caller holds ts.mu.
+func (ts *taskState) waitLocked(finalOnly bool) <-chan struct{} {
+	ch := &ts.changed
+	if finalOnly {
+		ch = &ts.settled
+	}
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
 }
 
 // ---- runs ----
@@ -246,13 +288,17 @@ func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, 
 	ctx, cancel := context.WithCancelCause(e.ctx)
 	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
+	e.goWork(func() {
 		defer close(r.done)
+		// Until canceled, the run's context stays registered with the engine's: without this,
+		// every task ever run was kept there until Close.
+		defer cancel(errRunEnded)
 		e.execute(ctx, ts, r, initial, rec)
-	}()
+	})
 }
+
+// errRunEnded is the cause of a run's context once the run is over.
+var errRunEnded = errors.New("engine: run ended")
 
 // maxBatch is the default bound (a store may set its own, see store.WriteBatcher) on how many
 // executor events wait to be written, and so how many one write carries: the executor runs at
@@ -272,15 +318,18 @@ type pulled struct {
 
 // pull runs the executor on its own goroutine (the puller) and queues what it yields, so that
 // it produces the next events while the previous ones are written (group commit: the events
-// queued during one write go to the store in the next). The queue is closed when the executor
-// returns, after an error, after an event that ends the run (a terminal or interrupted state,
-// or a direct reply), or once stop is closed, which also makes the executor's yield return
-// false. done is closed when the puller has returned.
-func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan struct{}) (q <-chan pulled, done <-chan struct{}) {
-	ch, fin := make(chan pulled, e.batch), make(chan struct{})
-	go func() {
+// queued during one write go to the store in the next). The puller returns, and closes done,
+// when the executor returns, after an error, after an event that ends the run (a terminal or
+// interrupted state, or a direct reply), or once stop is closed, which also makes the
+// executor's yield return false. Read q with next and tryRecv; once done is closed and the
+// events queued before are read, give q back with recycle.
+//
+// The queue is not closed but recycled: with the capacity a store may ask for (64 for the
+// memory store), a new one per run was a quarter of the bytes a send-task allocated.
+func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan struct{}) (q chan pulled, done <-chan struct{}) {
+	ch, fin := e.queues.Get().(chan pulled), make(chan struct{})
+	e.goWork(func() {
 		defer close(fin)
-		defer close(ch)
 		first := true
 		for ev, err := range e.exec.Execute(ctx, r.execCtx) {
 			select {
@@ -301,7 +350,7 @@ func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan str
 				first = false
 			}
 		}
-	}()
+	})
 	return ch, fin
 }
 
@@ -314,8 +363,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		if ts.run == r {
 			ts.run = nil
 		}
-		close(ts.changed)
-		ts.changed = make(chan struct{})
+		ts.wakeLocked(true)
 		ts.mu.Unlock()
 		e.mu.Lock()
 		ts.mu.Lock()
@@ -329,11 +377,16 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 	stop := make(chan struct{})
 	q, pullerDone := e.pull(ctx, r, rec == nil, stop)
 	// The executor has returned (or will, its yield answering false) before the run ends.
-	defer func() { close(stop); <-pullerDone }()
+	defer func() {
+		close(stop)
+		<-pullerDone
+		e.recycle(q)
+	}()
 
 	settled := false
-	// write applies evs to the task and stores them. If an event is invalid, the ones before
-	// it are still written, and the error is returned.
+	// write applies evs to a copy of the task and stores them. If an event is invalid, the ones
+	// before it are still written, and the error is returned. A record, once stored, is never
+	// changed (the next write copies it), so it is published as it is, not copied again.
 	var write func(evs []a2a.Event) error
 	write = func(evs []a2a.Event) error {
 		base := initial
@@ -366,7 +419,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			e.wakePush()
 			rec = nr
 			ts.mu.Lock()
-			e.publishLocked(ts, cloneRec(rec), logged)
+			e.publishLocked(ts, rec, logged)
 			settleLocked(ts, r, rec)
 			ts.mu.Unlock()
 			return nil
@@ -379,7 +432,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		e.wakePush()
 		rec = &next
 		ts.mu.Lock()
-		e.publishLocked(ts, cloneRec(rec), evs)
+		e.publishLocked(ts, rec, evs)
 		settleLocked(ts, r, rec)
 		ts.mu.Unlock()
 		return nil
@@ -429,7 +482,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 	var batch []pulled
 events:
 	for {
-		it, ok := <-q
+		it, ok := next(q, pullerDone)
 		if !ok {
 			break
 		}
@@ -508,11 +561,32 @@ events:
 // tryRecv takes an item from q if one is ready.
 func tryRecv(q <-chan pulled) (pulled, bool) {
 	select {
-	case it, ok := <-q:
-		return it, ok
+	case it := <-q:
+		return it, true
 	default:
 		return pulled{}, false
 	}
+}
+
+// next waits for the next item of q; false once the puller has returned (done) and every item
+// it queued was taken.
+func next(q <-chan pulled, done <-chan struct{}) (pulled, bool) {
+	select {
+	case it := <-q:
+		return it, true
+	case <-done:
+		return tryRecv(q) // what it queued before returning
+	}
+}
+
+// recycle empties a run's queue, whose puller has returned, and keeps it for another run.
+func (e *Engine) recycle(q chan pulled) {
+	for {
+		if _, ok := tryRecv(q); !ok {
+			break
+		}
+	}
+	e.queues.Put(q)
 }
 
 // settleLocked ends the task's claim on its run as soon as the task is finished or waits for
@@ -542,8 +616,11 @@ func cloneRec(r *store.Task) *store.Task {
 const watchYield = 4
 
 // watch follows a task's events from afterSeq: it yields each stored event in order and stops
-// when the task reaches a state that ends a stream (see stops), or ctx ends.
-func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool) iter.Seq2[store.Event, error] {
+// when the task reaches a state that ends a stream (see stops), or ctx ends. With finalOnly it
+// wakes only when a state that ends a stream is published or a run ends, and yields the events
+// before in one go then: for callers that want the outcome, not the progress (a blocking
+// SendMessage), and whose stops are among the states that end a stream.
+func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool, finalOnly bool) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
 		seq := afterSeq
 		for {
@@ -562,7 +639,7 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 					}
 				}
 			}
-			changed := ts.changed
+			changed := ts.waitLocked(finalOnly)
 			running := ts.run != nil
 			reply, refusal := ts.reply, ts.refusal
 			ts.mu.Unlock()

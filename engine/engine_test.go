@@ -928,3 +928,57 @@ func TestInvalidEventAfterQueuedOnes(t *testing.T) {
 		t.Errorf("failed task's artifacts = %v, want one of 50 parts", task.Artifacts)
 	}
 }
+
+// ctxKeeper completes every task at once and keeps the context its run was given.
+type ctxKeeper struct{ ctxs chan context.Context }
+
+func (k ctxKeeper) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		k.ctxs <- ctx
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (ctxKeeper) Cancel(context.Context, *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(func(a2a.Event, error) bool) {}
+}
+
+// A run's context ends with the run: a context left open stays registered with the engine's
+// until Close, one per task ever run.
+func TestRunContextEndsWithRun(t *testing.T) {
+	t.Parallel()
+	k := ctxKeeper{ctxs: make(chan context.Context, 1)}
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	eng := engine.New(k, st, nil)
+	t.Cleanup(func() { eng.Close(context.Background()) })
+	res, err := eng.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))})
+	if err != nil {
+		t.Fatalf("SendMessage() = %v", err)
+	}
+	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("SendMessage() = %v, want a completed task", res)
+	}
+	ctx := <-k.ctxs
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's context is still open after the task completed")
+	}
+}
+
+// A blocking send waits for the outcome only (it is not woken by the events before it), and
+// still gets it when more events than the ring holds went by meanwhile.
+func TestSendMessageOutlivesRing(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	ex := &scripted{yielded: make(chan struct{})}
+	e := engine.New(ex, st, &engine.Options{RingSize: 4})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	const n = 100
+	task := send(t, e, t.Context(), msg(fmt.Sprint("many ", n)))
+	if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != n {
+		t.Errorf("SendMessage() = %s with %d artifacts, want completed with one of %d parts", task.Status.State, len(task.Artifacts), n)
+	}
+}

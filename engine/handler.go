@@ -151,7 +151,8 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 		return nil, err
 	}
 	immediate := req.Config != nil && req.Config.ReturnImmediately
-	for ev, err := range e.watch(ctx, ts, owner, after, endsStream) {
+	// Waiting for the outcome only, unless the first event will do.
+	for ev, err := range e.watch(ctx, ts, owner, after, endsStream, !immediate) {
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +192,7 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 			yield(nil, err)
 			return
 		}
-		for ev, err := range e.watch(ctx, ts, owner, after, endsStream) {
+		for ev, err := range e.watch(ctx, ts, owner, after, endsStream, false) {
 			if !yield(withSeq(ev), err) || err != nil {
 				return
 			}
@@ -382,7 +383,7 @@ func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 		if resuming {
 			stops = store.IsTerminal
 		}
-		for ev, err := range e.watch(ctx, ts, owner, after, stops) {
+		for ev, err := range e.watch(ctx, ts, owner, after, stops, false) {
 			if !yield(withSeq(ev), err) || err != nil {
 				return
 			}
@@ -473,7 +474,7 @@ func (e *Engine) Events(ctx context.Context, tenant string, id a2a.TaskID, after
 			ts.rec = cloneRec(rec)
 		}
 		ts.mu.Unlock()
-		for ev, err := range e.watch(ctx, ts, owner, afterSeq, store.IsTerminal) {
+		for ev, err := range e.watch(ctx, ts, owner, afterSeq, store.IsTerminal, false) {
 			if !yield(ev, err) || err != nil {
 				return
 			}

@@ -90,9 +90,9 @@ func Encode(t *store.Task, events []a2a.Event) (task []byte, encoded [][]byte, e
 	return task, encoded, nil
 }
 
-// EncodeTask is the stored form of a task.
+// EncodeTask is the stored form of a task: json.Marshal's, written without reflection.
 func EncodeTask(t *a2a.Task) ([]byte, error) {
-	b, err := json.Marshal(t)
+	b, err := encode(appendTask, t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
@@ -109,15 +109,28 @@ func DecodeTask(b []byte) (*a2a.Task, error) {
 }
 
 // EncodeEvents is the stored form of events: each one wrapped as a StreamResponse
-// ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}).
+// ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}), as json.Marshal
+// writes it. The events share one allocation (each slice's capacity ends where it does).
 func EncodeEvents(events []a2a.Event) ([][]byte, error) {
-	out := make([][]byte, len(events))
-	for i, e := range events {
-		b, err := json.Marshal(a2a.StreamResponse{Event: e})
-		if err != nil {
-			return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
+	ends := make([]int, len(events))
+	all, err := encode(func(b []byte, events []a2a.Event) ([]byte, error) {
+		for i, e := range events {
+			var err error
+			if b, err = appendEvent(b, e); err != nil {
+				return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
+			}
+			ends[i] = len(b)
 		}
-		out[i] = b
+		return b, nil
+	}, events)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(events))
+	start := 0
+	for i, end := range ends {
+		out[i] = all[start:end:end]
+		start = end
 	}
 	return out, nil
 }

@@ -1,0 +1,424 @@
+package codec
+
+// The stored JSON of tasks and events, written by hand: encoding/json spends most of a write's
+// time in reflection and in the MarshalJSON methods of a2a-go's types (each of which marshals a
+// wrapper and then has its output re-scanned). The functions below append the same bytes
+// json.Marshal gives for the same value (append_test.go compares them); only the free-form
+// values (Metadata, the value of a data part) are left to encoding/json.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// bufs holds encoding buffers: a value is encoded into one, then copied out at its exact size.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// encode returns what appendFn appends to an empty buffer, in a slice of its own.
+func encode[T any](appendFn func([]byte, T) ([]byte, error), v T) ([]byte, error) {
+	bp := bufs.Get().(*[]byte)
+	b, err := appendFn((*bp)[:0], v)
+	var out []byte
+	if err == nil {
+		out = append([]byte(nil), b...)
+	} else {
+		b = *bp
+	}
+	if cap(b) <= 64<<10 { // do not keep a buffer grown by a huge task
+		*bp = b[:0]
+		bufs.Put(bp)
+	}
+	return out, err
+}
+
+// appendEvent appends json.Marshal(a2a.StreamResponse{Event: e}).
+func appendEvent(b []byte, e a2a.Event) ([]byte, error) {
+	var err error
+	switch x := e.(type) {
+	case *a2a.Message:
+		if x == nil {
+			return append(b, "{}"...), nil
+		}
+		b = append(b, `{"message":`...)
+		b, err = appendMessage(b, x)
+	case *a2a.Task:
+		if x == nil {
+			return append(b, "{}"...), nil
+		}
+		b = append(b, `{"task":`...)
+		b, err = appendTask(b, x)
+	case *a2a.TaskStatusUpdateEvent:
+		if x == nil {
+			return append(b, "{}"...), nil
+		}
+		b = append(b, `{"statusUpdate":`...)
+		b, err = appendStatusUpdate(b, x)
+	case *a2a.TaskArtifactUpdateEvent:
+		if x == nil {
+			return append(b, "{}"...), nil
+		}
+		b = append(b, `{"artifactUpdate":`...)
+		b, err = appendArtifactUpdate(b, x)
+	default:
+		return nil, fmt.Errorf("unknown event type: %T", e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendTask appends json.Marshal(t).
+func appendTask(b []byte, t *a2a.Task) ([]byte, error) {
+	if t == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, `{"id":`...)
+	b = appendString(b, string(t.ID))
+	if len(t.Artifacts) > 0 {
+		b = append(b, `,"artifacts":[`...)
+		for i, a := range t.Artifacts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendArtifact(b, a); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"contextId":`...)
+	b = appendString(b, t.ContextID)
+	if len(t.History) > 0 {
+		b = append(b, `,"history":[`...)
+		for i, m := range t.History {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendMessage(b, m); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if b, err = appendMeta(b, t.Metadata); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"status":`...)
+	if b, err = appendStatus(b, &t.Status); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+func appendStatus(b []byte, s *a2a.TaskStatus) ([]byte, error) {
+	b = append(b, '{')
+	if s.Message != nil {
+		var err error
+		b = append(b, `"message":`...)
+		if b, err = appendMessage(b, s.Message); err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"state":`...)
+	b = appendString(b, s.State.String())
+	if s.Timestamp != nil {
+		var err error
+		b = append(b, `,"timestamp":`...)
+		if b, err = appendTime(b, *s.Timestamp); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendTime appends time.Time's MarshalJSON without its allocation: the same format, and the
+// same check (a 4-digit year, a zone offset under 24 hours), whose failure MarshalJSON reports.
+func appendTime(b []byte, t time.Time) ([]byte, error) {
+	b = append(b, '"')
+	n := len(b)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	if b[n+4] != '-' || (b[len(b)-1] != 'Z' && (digit(b[len(b)-6]) || (b[len(b)-5]-'0')*10+(b[len(b)-4]-'0') >= 24)) {
+		if _, err := t.MarshalJSON(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("Time.MarshalJSON: cannot encode %v", t)
+	}
+	return append(b, '"'), nil
+}
+
+func appendMessage(b []byte, m *a2a.Message) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, `{"messageId":`...)
+	b = appendString(b, m.ID)
+	if m.ContextID != "" {
+		b = append(b, `,"contextId":`...)
+		b = appendString(b, m.ContextID)
+	}
+	if len(m.Extensions) > 0 {
+		b = append(b, `,"extensions":`...)
+		b = appendStrings(b, m.Extensions)
+	}
+	if b, err = appendMeta(b, m.Metadata); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"parts":`...)
+	if b, err = appendParts(b, m.Parts); err != nil {
+		return nil, err
+	}
+	if len(m.ReferenceTasks) > 0 {
+		b = append(b, `,"referenceTaskIds":[`...)
+		for i, id := range m.ReferenceTasks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, string(id))
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"role":`...)
+	b = appendString(b, m.Role.String())
+	if m.TaskID != "" {
+		b = append(b, `,"taskId":`...)
+		b = appendString(b, string(m.TaskID))
+	}
+	return append(b, '}'), nil
+}
+
+func appendArtifact(b []byte, a *a2a.Artifact) ([]byte, error) {
+	if a == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, `{"artifactId":`...)
+	b = appendString(b, string(a.ID))
+	if a.Description != "" {
+		b = append(b, `,"description":`...)
+		b = appendString(b, a.Description)
+	}
+	if len(a.Extensions) > 0 {
+		b = append(b, `,"extensions":`...)
+		b = appendStrings(b, a.Extensions)
+	}
+	if b, err = appendMeta(b, a.Metadata); err != nil {
+		return nil, err
+	}
+	if a.Name != "" {
+		b = append(b, `,"name":`...)
+		b = appendString(b, a.Name)
+	}
+	b = append(b, `,"parts":`...)
+	if b, err = appendParts(b, a.Parts); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+func appendStatusUpdate(b []byte, e *a2a.TaskStatusUpdateEvent) ([]byte, error) {
+	var err error
+	b = append(b, `{"contextId":`...)
+	b = appendString(b, e.ContextID)
+	b = append(b, `,"status":`...)
+	if b, err = appendStatus(b, &e.Status); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"taskId":`...)
+	b = appendString(b, string(e.TaskID))
+	if b, err = appendMeta(b, e.Metadata); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+func appendArtifactUpdate(b []byte, e *a2a.TaskArtifactUpdateEvent) ([]byte, error) {
+	var err error
+	b = append(b, '{')
+	if e.Append {
+		b = append(b, `"append":true,`...)
+	}
+	b = append(b, `"artifact":`...)
+	if b, err = appendArtifact(b, e.Artifact); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"contextId":`...)
+	b = appendString(b, e.ContextID)
+	if e.LastChunk {
+		b = append(b, `,"lastChunk":true`...)
+	}
+	b = append(b, `,"taskId":`...)
+	b = appendString(b, string(e.TaskID))
+	if b, err = appendMeta(b, e.Metadata); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendParts appends ContentParts' MarshalJSON: null when nil.
+func appendParts(b []byte, ps a2a.ContentParts) ([]byte, error) {
+	if ps == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendPart(b, p); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// appendPart appends Part's MarshalJSON: at most one of text, raw, data and url (none for
+// unknown content or an empty URL), then filename, mediaType and metadata when set.
+func appendPart(b []byte, p *a2a.Part) ([]byte, error) {
+	if p == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '{')
+	n := len(b)
+	switch c := p.Content.(type) {
+	case a2a.Text:
+		b = append(b, `"text":`...)
+		b = appendString(b, string(c))
+	case a2a.Raw:
+		b = append(b, `"raw":`...)
+		if c == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '"')
+			b = base64.StdEncoding.AppendEncode(b, c)
+			b = append(b, '"')
+		}
+	case a2a.Data:
+		v, err := json.Marshal(c.Value)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `"data":`...)
+		b = append(b, v...)
+	case a2a.URL:
+		if c != "" {
+			b = append(b, `"url":`...)
+			b = appendString(b, string(c))
+		}
+	}
+	sep := func() {
+		if len(b) > n {
+			b = append(b, ',')
+		}
+	}
+	if p.Filename != "" {
+		sep()
+		b = append(b, `"filename":`...)
+		b = appendString(b, p.Filename)
+	}
+	if p.MediaType != "" {
+		sep()
+		b = append(b, `"mediaType":`...)
+		b = appendString(b, p.MediaType)
+	}
+	if len(p.Metadata) > 0 {
+		v, err := json.Marshal(p.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		sep()
+		b = append(b, `"metadata":`...)
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendMeta appends `,"metadata":…` when m is not empty.
+func appendMeta(b []byte, m map[string]any) ([]byte, error) {
+	if len(m) == 0 {
+		return b, nil
+	}
+	v, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"metadata":`...)
+	return append(b, v...), nil
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendString appends s as encoding/json does: <, > and & escaped (HTML-safe), control
+// characters escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
