@@ -13,7 +13,9 @@
 // (permessage-deflate is never negotiated), subprotocols, HTTP/2 (RFC 8441).
 //
 // A Conn has one reader (ReadMessage) and any number of writers (WriteMessages and Close are
-// safe to call concurrently with each other and with ReadMessage).
+// safe to call concurrently with each other and with ReadMessage). Between messages the reader
+// may Park the connection: on Linux one package-wide epoll goroutine then watches it, so that an
+// idle connection holds neither a goroutine nor a read buffer (park_linux.go).
 package ws
 
 import (
@@ -118,6 +120,9 @@ type Conn struct {
 	rmu sync.Mutex      // held by the reader for the length of ReadMessage
 	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
 
+	parkTok  uint64 // the connection's token in the parker while parked; guarded by its mu
+	parkWake func() // what to run when it wakes; nil when not parked
+
 	wmu       sync.Mutex
 	wbuf      []byte // frames being written; nil between writes
 	closeSent bool
@@ -180,6 +185,25 @@ func (c *Conn) WaitReadable() {
 	if c.releaseIfEmpty() {
 		_ = c.waitSocket() // an error is ReadMessage's to report
 	}
+}
+
+// Park arranges for wake to run once, in a goroutine of its own, when the peer has sent
+// something (or the connection ended) or when the connection is closed, and returns at once:
+// the caller's goroutine can then end, so that an idle connection holds no goroutine and no
+// read buffer. wake typically calls ReadMessage. Park reports false, arranging nothing, where
+// it cannot watch the socket that way (not Linux, TLS, a closed connection) or when input is
+// already buffered: the caller then goes on reading, or waits with WaitReadable. Only the
+// reader calls Park, between two ReadMessage calls.
+func (c *Conn) Park(wake func()) bool {
+	if !canPark {
+		return false
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if !c.releaseIfEmpty() {
+		return false
+	}
+	return thePark.park(c, wake)
 }
 
 // releaseIfEmpty gives the read buffer back when the socket can be watched and the buffer holds
@@ -452,7 +476,15 @@ func validCloseCode(code int) bool {
 
 func (c *Conn) sawClose() { c.closeOnce.Do(func() { close(c.gotClose) }) }
 
-func (c *Conn) shutdown() { c.shutOnce.Do(func() { c.rwc.Close() }) }
+// shutdown closes the connection, waking a parked reader (which then reads ErrClosed).
+func (c *Conn) shutdown() {
+	c.shutOnce.Do(func() {
+		if c.raw != nil {
+			thePark.unpark(c) // while the fd is still open: it leaves the epoll set
+		}
+		c.rwc.Close()
+	})
+}
 
 // fail sends a close frame with code and reason and closes the connection.
 func (c *Conn) fail(code int, reason string) {
@@ -570,16 +602,20 @@ func (c *Conn) Close(code int, reason string) error {
 }
 
 // skipFrame reads and drops one frame during Close; after a close frame it returns ErrClosed.
+// It drops the close frame's payload too: a reader that comes later (a parked one, woken by
+// the close) must find nothing left to read but the end.
 func (c *Conn) skipFrame() error {
 	h, err := c.readHeader()
 	if err != nil {
 		return err
 	}
+	if _, err := c.br.Discard(int(h.length)); err != nil {
+		return err
+	}
 	if h.op == opClose {
 		return ErrClosed
 	}
-	_, err = c.br.Discard(int(h.length))
-	return err
+	return nil
 }
 
 // ---- handshakes ----
