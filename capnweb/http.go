@@ -271,8 +271,8 @@ type wsTransport struct {
 	max int
 }
 
-// wsIdleAfter is how long a WebSocket session waits for a message before its read loop moves to
-// a fresh goroutine (see errTransportIdle). A variable for tests.
+// wsIdleAfter is how long a WebSocket session waits for a message before its read loop parks
+// or moves to a fresh goroutine (see errTransportIdle). A variable for tests.
 var wsIdleAfter = time.Second
 
 func newWSTransport(c *ws.Conn, maxMessage int) *wsTransport {
@@ -292,6 +292,9 @@ func (t *wsTransport) SendBatch(_ context.Context, msgs [][]byte) error {
 
 // WaitReadable makes the transport an idleWaiter.
 func (t *wsTransport) WaitReadable() { t.c.WaitReadable() }
+
+// Park makes the transport a parker.
+func (t *wsTransport) Park(wake func()) bool { return t.c.Park(wake) }
 
 func (t *wsTransport) Receive(context.Context) ([]byte, error) {
 	// The limit is ours to enforce, so that the peer gets an abort saying why.

@@ -140,7 +140,8 @@ type Session struct {
 	mainStub *Stub
 	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
 
-	readResumes atomic.Int32 // times the read loop moved to a fresh goroutine (tests)
+	readResumes atomic.Int32 // times the read loop resumed after idling (tests)
+	readParks   atomic.Int32 // times it parked (tests)
 }
 
 type batchMode int
@@ -293,10 +294,18 @@ func (s *Session) serveAsync(onEnd func()) {
 	go s.readLoop()
 }
 
-// errTransportIdle is returned by a transport's Receive when nothing arrived for a while; the
-// read loop then goes on in a fresh goroutine, so that the stack it grew while handling
-// messages is freed and an idle session costs a small one.
+// errTransportIdle is returned by a transport's Receive when nothing arrived for a while. The
+// read loop then parks the session when the transport can (a parker), so that an idle session
+// holds no goroutine at all; else it goes on in a fresh goroutine, so that the stack it grew
+// while handling messages is freed and an idle session costs a small one.
 var errTransportIdle = errors.New("capnweb: transport idle")
+
+// parker is a transport that can wait for input with no goroutine: Park arranges for wake to
+// run once, in a goroutine of its own, when input arrives or the transport is closed, or
+// reports false when it cannot.
+type parker interface {
+	Park(wake func()) bool
+}
 
 // idleWaiter is a transport that can wait for input without a read buffer and with little stack
 // (see errTransportIdle).
@@ -314,6 +323,16 @@ func (s *Session) resumeRead() {
 	s.readLoop()
 }
 
+// idle hands the read loop, which counts in wg, to a parked wake-up or to a fresh goroutine.
+func (s *Session) idle() {
+	s.wg.Add(1)
+	if p, ok := s.t.(parker); ok && p.Park(s.resumeRead) {
+		s.readParks.Add(1)
+		return
+	}
+	go s.resumeRead()
+}
+
 func (s *Session) readLoop() {
 	restart := false
 	defer func() {
@@ -329,8 +348,7 @@ func (s *Session) readLoop() {
 		msg, err := s.t.Receive(s.tctx)
 		if err == errTransportIdle {
 			restart = true
-			s.wg.Add(1)
-			go s.resumeRead()
+			s.idle()
 			return
 		}
 		if err != nil {
