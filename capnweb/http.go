@@ -272,8 +272,11 @@ type wsTransport struct {
 }
 
 // wsIdleAfter is how long a WebSocket session waits for a message before its read loop parks
-// or moves to a fresh goroutine (see errTransportIdle). A variable for tests.
-var wsIdleAfter = time.Second
+// or moves to a fresh goroutine (see errTransportIdle). Short, because a session that went quiet
+// holds its read goroutine's stack until then, and a goroutine's freed stack only leaves the
+// process's memory after a later GC (and the scavenger); a busy session rarely waits that long
+// between messages, and parking costs two epoll_ctl calls and a goroutine. A variable for tests.
+var wsIdleAfter = 100 * time.Millisecond
 
 func newWSTransport(c *ws.Conn, maxMessage int) *wsTransport {
 	c.IdleAfter = wsIdleAfter
