@@ -57,6 +57,8 @@ func (r *execRun) handoffLocked() {
 	s.execBlocked = nil
 	if len(s.execQ) > 0 {
 		s.startExecutorLocked()
+	} else {
+		s.execWake = nil // the next executor makes one
 	}
 }
 
@@ -98,6 +100,9 @@ func yieldGate(ctx context.Context) {
 
 func (s *Session) startExecutorLocked() {
 	s.execActive = true
+	if s.execWake == nil {
+		s.execWake = make(chan struct{}, 1)
+	}
 	s.wg.Add(1)
 	go s.executor()
 }
@@ -110,7 +115,14 @@ func (s *Session) enqueueLocked(t execTask) {
 		s.startExecutorLocked()
 	case s.execBlocked != nil:
 		s.execBlocked.handoffLocked()
-	case s.execIdle:
+	default:
+		s.wakeExecutorLocked()
+	}
+}
+
+// wakeExecutorLocked wakes the executor if it is lingering. Caller holds mu.
+func (s *Session) wakeExecutorLocked() {
+	if s.execIdle {
 		s.execIdle = false
 		select {
 		case s.execWake <- struct{}{}:
@@ -135,20 +147,21 @@ func (s *Session) executor() {
 		}
 		if len(s.execQ) == 0 {
 			if s.err != nil {
-				s.execActive = false
+				s.execActive, s.execWake = false, nil
 				s.mu.Unlock()
 				return
 			}
 			s.execIdle = true
+			wake := s.execWake
 			s.mu.Unlock()
-			if lingerFor(&linger, s.execWake, s.ctx.Done()) {
+			if lingerFor(&linger, wake) {
 				continue
 			}
 			s.mu.Lock()
 			s.execIdle = false
 			if len(s.execQ) == 0 || s.err != nil {
 				if r.owner.Load() {
-					s.execActive = false
+					s.execActive, s.execWake = false, nil
 				}
 				s.mu.Unlock()
 				return
@@ -303,8 +316,8 @@ func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx co
 }
 
 // lingerFor waits up to execLinger for a wake-up on wake, reusing *t as its timer. It reports
-// whether it was woken (false: the time passed, or done closed).
-func lingerFor(t **time.Timer, wake <-chan struct{}, done <-chan struct{}) bool {
+// whether it was woken (false: the time passed).
+func lingerFor(t **time.Timer, wake <-chan struct{}) bool {
 	if *t == nil {
 		*t = time.NewTimer(execLinger)
 	} else {
@@ -315,9 +328,6 @@ func lingerFor(t **time.Timer, wake <-chan struct{}, done <-chan struct{}) bool 
 		(*t).Stop()
 		return true
 	case <-(*t).C:
-		return false
-	case <-done:
-		(*t).Stop()
 		return false
 	}
 }

@@ -96,11 +96,11 @@ func (l Limits) withDefaults() Limits {
 // Session is one end of a capnweb connection. Both ends are alike: each may offer a main object
 // and call the other's.
 type Session struct {
-	t      Transport
-	opts   Options
-	limits Limits
-	log    *slog.Logger
-	batch  batchMode
+	t         Transport
+	sendError func(err error) *Error // Options.SendError
+	limits    Limits
+	log       *slog.Logger
+	batch     batchMode
 
 	ctx    context.Context // session lifetime: canceled when the session ends
 	cancel context.CancelCauseFunc
@@ -115,27 +115,27 @@ type Session struct {
 	sendMu sync.Mutex
 
 	mu           sync.Mutex
-	cond         *sync.Cond // signals: queue has messages, queue drained, pulls settled
+	cond         sync.Cond // on mu; signals: queue has messages, queue drained, pulls settled
 	exports      map[int64]*exportEntry
 	imports      map[int64]*importEntry
 	nextExportID int64 // next negative ID we choose
 	nextPushID   int64 // ID of the next push the peer sends us
 	nextImportID int64 // ID of our next push
 	out          [][]byte
-	writing      bool // the write loop is sending a batch
-	writerActive bool // a write loop goroutine exists
-	writerIdle   bool // it is lingering, waiting for messages
-	writeWake    chan struct{}
+	writing      bool          // the write loop is sending a batch
+	writerActive bool          // a write loop goroutine exists
+	writerIdle   bool          // it is lingering, waiting for messages
+	writeWake    chan struct{} // wakes the lingering writer; nil while there is none
 	closing      bool
 	err          error // why the session ended; set once
 	pulling      int
 	running      int
-	execQ        []execTask // ready local calls, in order (exec.go)
-	execActive   bool       // an executor goroutine owns execQ
-	execIdle     bool       // it is waiting for work
-	execBlocked  *execRun   // the executor, when its call is blocking (Blocking): hand off on the next call
-	execWake     chan struct{}
-	targets      map[any]*targetRef
+	execQ        []execTask         // ready local calls, in order (exec.go)
+	execActive   bool               // an executor goroutine owns execQ
+	execIdle     bool               // it is waiting for work
+	execBlocked  *execRun           // the executor, when its call is blocking (Blocking): hand off on the next call
+	execWake     chan struct{}      // wakes the lingering executor; nil while there is none
+	targets      map[any]*targetRef // nil until a Disposer is exported
 
 	mainStub *Stub
 	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
@@ -190,19 +190,18 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 		nextExportID: -1,
 		nextPushID:   1,
 		nextImportID: 1,
-		targets:      map[any]*targetRef{},
-		execWake:     make(chan struct{}, 1),
-		writeWake:    make(chan struct{}, 1),
 	}
+	var o Options
 	if opts != nil {
-		s.opts = *opts
+		o = *opts
 	}
-	s.limits = s.opts.Limits.withDefaults()
-	s.log = s.opts.Logger
+	s.sendError = o.SendError
+	s.limits = o.Limits.withDefaults()
+	s.log = o.Logger
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.cond = sync.NewCond(&s.mu)
+	s.cond.L = &s.mu
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.tctx, s.tcancel = context.WithCancel(context.Background())
 
@@ -398,6 +397,7 @@ func (s *Session) kickWriterLocked() {
 	switch {
 	case !s.writerActive:
 		s.writerActive = true
+		s.writeWake = make(chan struct{}, 1)
 		s.wg.Add(1)
 		go s.writeLoop()
 	case s.writerIdle:
@@ -419,23 +419,24 @@ func (s *Session) writeLoop() {
 		s.mu.Lock()
 		if len(s.out) == 0 {
 			if s.closing {
-				s.writerActive = false
+				s.writerActive, s.writeWake = false, nil
 				s.cond.Broadcast()
 				s.mu.Unlock()
 				s.closeTransport()
 				return
 			}
 			s.writerIdle = true
+			wake := s.writeWake
 			s.mu.Unlock()
 			// The writer waits out the linger even after the session ended: it must still
 			// close the transport, which the next pass does.
-			if lingerFor(&linger, s.writeWake, nil) {
+			if lingerFor(&linger, wake) {
 				continue
 			}
 			s.mu.Lock()
 			s.writerIdle = false
 			if len(s.out) == 0 && !s.closing {
-				s.writerActive = false
+				s.writerActive, s.writeWake = false, nil
 				s.mu.Unlock()
 				return
 			}
@@ -516,6 +517,7 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 	s.err = err
 	s.closing = true
 	s.kickWriterLocked()
+	s.wakeExecutorLocked() // a lingering executor sees the end and exits
 	exports := s.exports
 	imports := s.imports
 	s.exports = map[int64]*exportEntry{}
@@ -592,6 +594,9 @@ func (s *Session) exportableHook(v any) hook {
 	ref := s.targets[v]
 	if ref == nil {
 		ref = &targetRef{}
+		if s.targets == nil {
+			s.targets = map[any]*targetRef{}
+		}
 		s.targets[v] = ref
 	}
 	ref.refs++
