@@ -172,6 +172,9 @@ func (s *Session) executor() {
 		t := s.execQ[0]
 		s.execQ[0] = execTask{}
 		s.execQ = s.execQ[1:]
+		if len(s.execQ) == 0 {
+			s.execQ = nil // an idle session keeps no queue
+		}
 		s.mu.Unlock()
 
 		watchdog.Reset(handoffAfter)

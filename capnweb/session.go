@@ -109,7 +109,7 @@ type Session struct {
 	tctx      context.Context
 	tcancel   context.CancelFunc
 	closeOnce sync.Once
-	done      chan struct{}
+	done      chan struct{}  // Done's; made on first call, guarded by mu
 	wg        sync.WaitGroup // read loop, write loop, executor, local calls, export resolvers
 
 	sendMu sync.Mutex
@@ -127,6 +127,7 @@ type Session struct {
 	writerIdle   bool          // it is lingering, waiting for messages
 	writeWake    chan struct{} // wakes the lingering writer; nil while there is none
 	closing      bool
+	ended        bool  // shutdown has finished: Done is closed
 	err          error // why the session ended; set once
 	pulling      int
 	running      int
@@ -165,12 +166,19 @@ type importEntry struct {
 	localRefs  int
 	remoteRefs int
 	promise    bool
-	res        hook // resolution; set once
-	done       chan struct{}
+	res        hook          // resolution; set once
+	done       chan struct{} // closed when res is set; promises only (a stub is its own value)
 	pulled     bool
 	inflight   int  // calls being encoded against this ID
 	relPending bool // a release waits for inflight to reach zero
 	gone       bool // removed from the table
+}
+
+// settled closes done, if the entry has one, once res is set. Caller holds mu.
+func (e *importEntry) settled() {
+	if e.done != nil {
+		close(e.done)
+	}
 }
 
 // NewSession starts a session over t. main is the object offered to the peer as its main stub
@@ -184,7 +192,6 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 	s := &Session{
 		t:            t,
 		batch:        mode,
-		done:         make(chan struct{}),
 		exports:      map[int64]*exportEntry{},
 		imports:      map[int64]*importEntry{},
 		nextExportID: -1,
@@ -220,7 +227,7 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 		mainHook = s.exportableHook(main)
 	}
 	s.exports[0] = &exportEntry{h: mainHook, refs: 1}
-	e := &importEntry{id: 0, localRefs: 1, remoteRefs: 1, done: make(chan struct{})}
+	e := &importEntry{id: 0, localRefs: 1, remoteRefs: 1}
 	s.imports[0] = e
 	s.mainStub = newStub(&importHook{s: s, e: e, main: true})
 
@@ -236,7 +243,17 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 func (s *Session) Main() *Stub { return s.mainStub }
 
 // Done is closed when the session has ended.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil { // most sessions are never asked: an idle one holds no channel
+		s.done = make(chan struct{})
+		if s.ended {
+			close(s.done)
+		}
+	}
+	return s.done
+}
 
 // Err returns why the session ended (nil while it runs). A normal end is ErrSessionClosed.
 func (s *Session) Err() error {
@@ -541,7 +558,7 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 		var res hook
 		if e.res == nil {
 			e.res = errorHook{broken}
-			close(e.done)
+			e.settled()
 		} else if e.localRefs == 0 {
 			res = e.res
 		}
@@ -556,7 +573,12 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 			x.pipeReadable.fail(broken)
 		}
 	}
-	close(s.done)
+	s.mu.Lock()
+	s.ended = true
+	if s.done != nil {
+		close(s.done)
+	}
+	s.mu.Unlock()
 }
 
 // resultHook turns what a Go function returned into the hook that settles its promise.

@@ -128,13 +128,14 @@ type Conn struct {
 	closeSent bool
 	werr      error
 
-	gotClose  chan struct{} // closed when the reader saw a close frame or a read error
-	closeOnce sync.Once
+	emu       sync.Mutex    // guards readEnded and gotClose
+	readEnded bool          // the reader saw a close frame or a read error
+	gotClose  chan struct{} // closed once readEnded; made by the Close that waits for it
 	shutOnce  sync.Once
 }
 
 func newConn(rwc io.ReadWriteCloser, br *bufio.Reader, client bool) *Conn {
-	c := &Conn{rwc: rwc, br: br, client: client, gotClose: make(chan struct{})}
+	c := &Conn{rwc: rwc, br: br, client: client}
 	if sc, ok := rwc.(syscall.Conn); ok && canPeek {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
@@ -474,7 +475,31 @@ func validCloseCode(code int) bool {
 	return false
 }
 
-func (c *Conn) sawClose() { c.closeOnce.Do(func() { close(c.gotClose) }) }
+// sawClose records that the reader is done, waking a Close waiting for it.
+func (c *Conn) sawClose() {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if !c.readEnded {
+		c.readEnded = true
+		if c.gotClose != nil {
+			close(c.gotClose)
+		}
+	}
+}
+
+// readDone returns a channel closed once the reader is done. Only Close needs one: an idle
+// connection holds none.
+func (c *Conn) readDone() <-chan struct{} {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.gotClose == nil {
+		c.gotClose = make(chan struct{})
+		if c.readEnded {
+			close(c.gotClose)
+		}
+	}
+	return c.gotClose
+}
 
 // shutdown closes the connection, waking a parked reader (which then reads ErrClosed).
 func (c *Conn) shutdown() {
@@ -593,7 +618,7 @@ func (c *Conn) Close(code int, reason string) error {
 		// The reader sees the close frame, or the error after the cut. (It may also have
 		// stopped reading after its current message: then only the cut ends the wait.)
 		select {
-		case <-c.gotClose:
+		case <-c.readDone():
 		case <-cutoff:
 		}
 	}
