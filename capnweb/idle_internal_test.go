@@ -3,6 +3,7 @@ package capnweb
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/a2awebcap/a2awebcap/internal/ws"
 )
 
 type idleAPI struct{ Target }
@@ -79,22 +80,26 @@ func TestIdleSessionParksReadLoop(t *testing.T) {
 	eventually(t, "sessions still tracked", func() bool { return h.Sessions() == 0 })
 }
 
-// rawCall makes the call add(1, 2) as import 1 on a fresh session, speaking the protocol
-// directly: the client end then holds no goroutine either.
-func rawCall(ctx context.Context, c *websocket.Conn, id int) error {
-	for _, m := range []string{`["push",["pipeline",0,["add"],[1,2]]]`, fmt.Sprintf(`["pull",%d]`, id)} {
-		if err := c.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
-			return err
-		}
+// rawClient is a client end that speaks the protocol directly, so that it holds no goroutine.
+type rawClient struct {
+	c   *ws.Conn
+	tcp net.Conn // under c: closing it makes the client vanish without a close frame
+}
+
+// call makes the call add(1, 2) as import id.
+func (r rawClient) call(id int) error {
+	push := []byte(`["push",["pipeline",0,["add"],[1,2]]]`)
+	if err := r.c.WriteMessages(ws.Text, push, fmt.Appendf(nil, `["pull",%d]`, id)); err != nil {
+		return err
 	}
-	_, got, err := c.Read(ctx)
+	_, got, err := r.c.ReadMessage(0)
 	if err != nil {
 		return err
 	}
 	if want := fmt.Sprintf(`["resolve",%d,3]`, id); string(got) != want {
 		return fmt.Errorf("got %s, want %s", got, want)
 	}
-	return c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `["release",%d,1]`, id))
+	return r.c.WriteMessages(ws.Text, fmt.Appendf(nil, `["release",%d,1]`, id))
 }
 
 // N idle sessions hold no goroutine on the server, answer calls afterwards, and end without
@@ -107,27 +112,32 @@ func TestIdleSessionsHoldNoGoroutines(t *testing.T) {
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); ts.Close() })
 	url := "ws" + strings.TrimPrefix(ts.URL, "http")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	dial := func() *websocket.Conn {
-		c, _, err := websocket.Dial(ctx, url, nil)
+	dial := func() rawClient {
+		var r rawClient
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			r.tcp = c
+			return c, err
+		}}}
+		c, err := ws.Dial(t.Context(), url, &ws.DialOptions{HTTPClient: hc})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.CloseNow() })
-		if err := rawCall(ctx, c, 1); err != nil {
+		r.c = c
+		t.Cleanup(func() { r.tcp.Close() })
+		if err := r.call(1); err != nil {
 			t.Fatal(err)
 		}
-		return c
+		return r
 	}
 	// Warm up (the parker's goroutine starts with the first park), then count.
 	warm := dial()
 	eventually(t, "the warm-up session did not park", func() bool { return minParks(h) >= 1 })
-	warm.Close(websocket.StatusNormalClosure, "")
+	warm.c.Close(ws.StatusNormal, "")
 	eventually(t, "the warm-up session did not end", func() bool { return h.Sessions() == 0 })
 	base := settledGoroutines()
 
-	conns := make([]*websocket.Conn, n)
+	conns := make([]rawClient, n)
 	for i := range conns {
 		conns[i] = dial()
 	}
@@ -136,17 +146,17 @@ func TestIdleSessionsHoldNoGoroutines(t *testing.T) {
 		t.Errorf("%d idle sessions hold %d goroutines, want none", n, got-base)
 	}
 	for i, c := range conns {
-		if err := rawCall(ctx, c, 2); err != nil {
+		if err := c.call(2); err != nil {
 			t.Fatalf("session %d: a call after parking: %v", i, err)
 		}
 	}
 	eventually(t, "not every session parked again", func() bool { return minParks(h) >= 2 })
 
 	for _, c := range conns[:n/3] {
-		c.Close(websocket.StatusNormalClosure, "")
+		c.c.Close(ws.StatusNormal, "")
 	}
 	for _, c := range conns[n/3 : 2*n/3] {
-		c.CloseNow()
+		c.tcp.Close()
 	}
 	eventually(t, "closed and vanished clients left sessions behind",
 		func() bool { return h.Sessions() == n-2*(n/3) })
