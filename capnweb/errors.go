@@ -91,8 +91,8 @@ func typeErrorf(format string, args ...any) error {
 
 // wireError converts a Go error into the *Error sent to the peer.
 func (s *Session) wireError(err error) *Error {
-	if s != nil && s.opts.SendError != nil {
-		if e := s.opts.SendError(err); e != nil {
+	if s != nil && s.sendError != nil {
+		if e := s.sendError(err); e != nil {
 			return e
 		}
 	}

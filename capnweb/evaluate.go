@@ -617,7 +617,7 @@ func (s *Session) importStub(fid float64) (hook, error) {
 		if len(s.imports) >= s.limits.MaxImports {
 			return nil, protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
 		}
-		e = &importEntry{id: id, done: make(chan struct{})}
+		e = &importEntry{id: id}
 		s.imports[id] = e
 	}
 	if e.promise {
@@ -813,7 +813,7 @@ func (s *Session) settleImport(id int64, res hook) {
 		return
 	}
 	e.res = res
-	close(e.done)
+	e.settled()
 	dead := e.localRefs == 0
 	s.releaseImportLocked(e)
 	s.mu.Unlock()

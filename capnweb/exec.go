@@ -188,6 +188,9 @@ func (s *Session) runReady(reader bool) bool {
 		t := s.execQ[0]
 		s.execQ[0] = execTask{}
 		s.execQ = s.execQ[1:]
+		if len(s.execQ) == 0 {
+			s.execQ = nil // an idle session keeps no queue
+		}
 		s.mu.Unlock()
 
 		r.calls.Add(1)
@@ -367,8 +370,8 @@ func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx co
 }
 
 // lingerFor waits up to execLinger for a wake-up on wake, reusing *t as its timer. It reports
-// whether it was woken (false: the time passed, or done closed).
-func lingerFor(t **time.Timer, wake <-chan struct{}, done <-chan struct{}) bool {
+// whether it was woken (false: the time passed).
+func lingerFor(t **time.Timer, wake <-chan struct{}) bool {
 	if *t == nil {
 		*t = time.NewTimer(execLinger)
 	} else {
@@ -379,9 +382,6 @@ func lingerFor(t **time.Timer, wake <-chan struct{}, done <-chan struct{}) bool 
 		(*t).Stop()
 		return true
 	case <-(*t).C:
-		return false
-	case <-done:
-		(*t).Stop()
 		return false
 	}
 }

@@ -97,11 +97,11 @@ func (l Limits) withDefaults() Limits {
 // Session is one end of a capnweb connection. Both ends are alike: each may offer a main object
 // and call the other's.
 type Session struct {
-	t      Transport
-	opts   Options
-	limits Limits
-	log    *slog.Logger
-	batch  batchMode
+	t         Transport
+	sendError func(err error) *Error // Options.SendError
+	limits    Limits
+	log       *slog.Logger
+	batch     batchMode
 
 	scratch []any // the JSON reader's stack, kept between messages (read loop only)
 
@@ -112,36 +112,38 @@ type Session struct {
 	tctx      context.Context
 	tcancel   context.CancelFunc
 	closeOnce sync.Once
-	done      chan struct{}
+	done      chan struct{}  // Done's; made on first call, guarded by mu
 	wg        sync.WaitGroup // read loop, write loop, executor, local calls, export resolvers
 
 	sendMu sync.Mutex
 
 	mu           sync.Mutex
-	cond         *sync.Cond // signals: queue has messages, queue drained, pulls settled
+	cond         sync.Cond // on mu; signals: queue has messages, queue drained, pulls settled
 	exports      map[int64]*exportEntry
 	imports      map[int64]*importEntry
 	nextExportID int64 // next negative ID we choose
 	nextPushID   int64 // ID of the next push the peer sends us
 	nextImportID int64 // ID of our next push
 	out          [][]byte
-	writing      bool // the write loop is sending a batch
-	writerActive bool // a write loop goroutine exists
-	writerIdle   bool // it is lingering, waiting for messages
-	writeWake    chan struct{}
+	writing      bool          // the write loop is sending a batch
+	writerActive bool          // a write loop goroutine exists
+	writerIdle   bool          // it is lingering, waiting for messages
+	writeWake    chan struct{} // wakes the lingering writer; nil while there is none
 	closing      bool
+	ended        bool  // shutdown has finished: Done is closed
 	err          error // why the session ended; set once
 	pulling      int
 	running      int
-	execQ        []execTask // ready local calls, in order (exec.go)
-	execActive   bool       // a goroutine (the read loop or an executor) owns execQ
-	execBlocked  *execRun   // the executor, when its call is blocking (Blocking): hand off on the next call
-	targets      map[any]*targetRef
+	execQ        []execTask         // ready local calls, in order (exec.go)
+	execActive   bool               // a goroutine (the read loop or an executor) owns execQ
+	execBlocked  *execRun           // the executor, when its call is blocking (Blocking): hand off on the next call
+	targets      map[any]*targetRef // nil until a Disposer is exported
 
 	mainStub *Stub
 	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
 
-	readResumes atomic.Int32 // times the read loop moved to a fresh goroutine (tests)
+	readResumes atomic.Int32 // times the read loop resumed after idling (tests)
+	readParks   atomic.Int32 // times it parked (tests)
 	// pass is set while the read loop handles what it has read (a pass: the messages already
 	// buffered, one after another, and the calls they make ready). Meanwhile ready calls wait for
 	// the read loop to run them (runQueued) and outbound messages wait for it to send them
@@ -177,12 +179,19 @@ type importEntry struct {
 	localRefs  int
 	remoteRefs int
 	promise    bool
-	res        hook // resolution; set once
-	done       chan struct{}
+	res        hook          // resolution; set once
+	done       chan struct{} // closed when res is set; promises only (a stub is its own value)
 	pulled     bool
 	inflight   int  // calls being encoded against this ID
 	relPending bool // a release waits for inflight to reach zero
 	gone       bool // removed from the table
+}
+
+// settled closes done, if the entry has one, once res is set. Caller holds mu.
+func (e *importEntry) settled() {
+	if e.done != nil {
+		close(e.done)
+	}
 }
 
 // NewSession starts a session over t. main is the object offered to the peer as its main stub
@@ -196,24 +205,23 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 	s := &Session{
 		t:            t,
 		batch:        mode,
-		done:         make(chan struct{}),
 		exports:      map[int64]*exportEntry{},
 		imports:      map[int64]*importEntry{},
 		nextExportID: -1,
 		nextPushID:   1,
 		nextImportID: 1,
-		targets:      map[any]*targetRef{},
-		writeWake:    make(chan struct{}, 1),
 	}
+	var o Options
 	if opts != nil {
-		s.opts = *opts
+		o = *opts
 	}
-	s.limits = s.opts.Limits.withDefaults()
-	s.log = s.opts.Logger
+	s.sendError = o.SendError
+	s.limits = o.Limits.withDefaults()
+	s.log = o.Logger
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.cond = sync.NewCond(&s.mu)
+	s.cond.L = &s.mu
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.tctx, s.tcancel = context.WithCancel(context.Background())
 
@@ -232,7 +240,7 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 		mainHook = s.exportableHook(main)
 	}
 	s.exports[0] = &exportEntry{h: mainHook, refs: 1}
-	e := &importEntry{id: 0, localRefs: 1, remoteRefs: 1, done: make(chan struct{})}
+	e := &importEntry{id: 0, localRefs: 1, remoteRefs: 1}
 	s.imports[0] = e
 	s.mainStub = newStub(&importHook{s: s, e: e, main: true})
 
@@ -248,7 +256,17 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 func (s *Session) Main() *Stub { return s.mainStub }
 
 // Done is closed when the session has ended.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil { // most sessions are never asked: an idle one holds no channel
+		s.done = make(chan struct{})
+		if s.ended {
+			close(s.done)
+		}
+	}
+	return s.done
+}
 
 // Err returns why the session ended (nil while it runs). A normal end is ErrSessionClosed.
 func (s *Session) Err() error {
@@ -305,10 +323,18 @@ func (s *Session) serveAsync(onEnd func()) {
 	go s.readLoop()
 }
 
-// errTransportIdle is returned by a transport's Receive when nothing arrived for a while; the
-// read loop then goes on in a fresh goroutine, so that the stack it grew while handling
-// messages is freed and an idle session costs a small one.
+// errTransportIdle is returned by a transport's Receive when nothing arrived for a while. The
+// read loop then parks the session when the transport can (a parker), so that an idle session
+// holds no goroutine at all; else it goes on in a fresh goroutine, so that the stack it grew
+// while handling messages is freed and an idle session costs a small one.
 var errTransportIdle = errors.New("capnweb: transport idle")
+
+// parker is a transport that can wait for input with no goroutine: Park arranges for wake to
+// run once, in a goroutine of its own, when input arrives or the transport is closed, or
+// reports false when it cannot.
+type parker interface {
+	Park(wake func()) bool
+}
 
 // idleWaiter is a transport that can wait for input without a read buffer and with little stack
 // (see errTransportIdle).
@@ -326,6 +352,16 @@ func (s *Session) resumeRead() {
 	s.readLoop()
 }
 
+// idle hands the read loop, which counts in wg, to a parked wake-up or to a fresh goroutine.
+func (s *Session) idle() {
+	s.wg.Add(1)
+	if p, ok := s.t.(parker); ok && p.Park(s.resumeRead) {
+		s.readParks.Add(1)
+		return
+	}
+	go s.resumeRead()
+}
+
 func (s *Session) readLoop() {
 	restart := false
 	inPass := 0 // messages handled in this pass
@@ -340,10 +376,12 @@ func (s *Session) readLoop() {
 		// Not s.ctx: the write loop may still have an abort message to send after the session
 		// ended. Closing the transport ends the read.
 		msg, err := s.t.Receive(s.tctx)
+		if err != nil && inPass > 0 {
+			s.endPass() // the buffered bytes were not a whole message
+		}
 		if err == errTransportIdle {
 			restart = true
-			s.wg.Add(1)
-			go s.resumeRead()
+			s.idle()
 			return
 		}
 		if err != nil {
@@ -466,6 +504,7 @@ func (s *Session) kickWriterLocked() {
 	switch {
 	case !s.writerActive:
 		s.writerActive = true
+		s.writeWake = make(chan struct{}, 1)
 		s.wg.Add(1)
 		go s.writeLoop()
 	case s.writerIdle:
@@ -491,23 +530,24 @@ func (s *Session) writeLoop() {
 		}
 		if len(s.out) == 0 {
 			if s.closing {
-				s.writerActive = false
+				s.writerActive, s.writeWake = false, nil
 				s.cond.Broadcast()
 				s.mu.Unlock()
 				s.closeTransport()
 				return
 			}
 			s.writerIdle = true
+			wake := s.writeWake
 			s.mu.Unlock()
 			// The writer waits out the linger even after the session ended: it must still
 			// close the transport, which the next pass does.
-			if lingerFor(&linger, s.writeWake, nil) {
+			if lingerFor(&linger, wake) {
 				continue
 			}
 			s.mu.Lock()
 			s.writerIdle = false
 			if len(s.out) == 0 && !s.closing {
-				s.writerActive = false
+				s.writerActive, s.writeWake = false, nil
 				s.mu.Unlock()
 				return
 			}
@@ -641,7 +681,7 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 		var res hook
 		if e.res == nil {
 			e.res = errorHook{broken}
-			close(e.done)
+			e.settled()
 		} else if e.localRefs == 0 {
 			res = e.res
 		}
@@ -656,7 +696,12 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 			x.pipeReadable.fail(broken)
 		}
 	}
-	close(s.done)
+	s.mu.Lock()
+	s.ended = true
+	if s.done != nil {
+		close(s.done)
+	}
+	s.mu.Unlock()
 }
 
 // resultHook turns what a Go function returned into the hook that settles its promise.
@@ -694,6 +739,9 @@ func (s *Session) exportableHook(v any) hook {
 	ref := s.targets[v]
 	if ref == nil {
 		ref = &targetRef{}
+		if s.targets == nil {
+			s.targets = map[any]*targetRef{}
+		}
 		s.targets[v] = ref
 	}
 	ref.refs++

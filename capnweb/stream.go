@@ -332,7 +332,7 @@ func (e *encoder) readable(rs *ReadableStream) error {
 	}
 	id := s.nextImportID
 	s.nextImportID++
-	ent := &importEntry{id: id, remoteRefs: 1, done: make(chan struct{})}
+	ent := &importEntry{id: id, remoteRefs: 1}
 	s.imports[id] = ent
 	ent.localRefs++
 	w := &WritableStream{remote: &importHook{s: s, e: ent}, fc: newFlowController()}

@@ -13,7 +13,9 @@
 // (permessage-deflate is never negotiated), subprotocols, HTTP/2 (RFC 8441).
 //
 // A Conn has one reader (ReadMessage) and any number of writers (WriteMessages and Close are
-// safe to call concurrently with each other and with ReadMessage).
+// safe to call concurrently with each other and with ReadMessage). Between messages the reader
+// may Park the connection: on Linux one package-wide epoll goroutine then watches it, so that an
+// idle connection holds neither a goroutine nor a read buffer (park_linux.go).
 package ws
 
 import (
@@ -118,6 +120,9 @@ type Conn struct {
 	rmu sync.Mutex      // held by the reader for the length of ReadMessage
 	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
 
+	parkTok  uint64 // the connection's token in the parker while parked; guarded by its mu
+	parkWake func() // what to run when it wakes; nil when not parked
+
 	wmu       sync.Mutex
 	wbuf      []byte // frames being written; nil between writes
 	pending   []byte // the rest of frames TryWriteMessages could not write at once (under wmu)
@@ -125,13 +130,14 @@ type Conn struct {
 	closeSent bool
 	werr      error
 
-	gotClose  chan struct{} // closed when the reader saw a close frame or a read error
-	closeOnce sync.Once
+	emu       sync.Mutex    // guards readEnded and gotClose
+	readEnded bool          // the reader saw a close frame or a read error
+	gotClose  chan struct{} // closed once readEnded; made by the Close that waits for it
 	shutOnce  sync.Once
 }
 
 func newConn(rwc io.ReadWriteCloser, br *bufio.Reader, client bool) *Conn {
-	c := &Conn{rwc: rwc, br: br, client: client, gotClose: make(chan struct{})}
+	c := &Conn{rwc: rwc, br: br, client: client}
 	if sc, ok := rwc.(syscall.Conn); ok && canPeek {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
@@ -182,6 +188,25 @@ func (c *Conn) WaitReadable() {
 	if c.releaseIfEmpty() {
 		_ = c.waitSocket() // an error is ReadMessage's to report
 	}
+}
+
+// Park arranges for wake to run once, in a goroutine of its own, when the peer has sent
+// something (or the connection ended) or when the connection is closed, and returns at once:
+// the caller's goroutine can then end, so that an idle connection holds no goroutine and no
+// read buffer. wake typically calls ReadMessage. Park reports false, arranging nothing, where
+// it cannot watch the socket that way (not Linux, TLS, a closed connection) or when input is
+// already buffered: the caller then goes on reading, or waits with WaitReadable. Only the
+// reader calls Park, between two ReadMessage calls.
+func (c *Conn) Park(wake func()) bool {
+	if !canPark {
+		return false
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if !c.releaseIfEmpty() {
+		return false
+	}
+	return thePark.park(c, wake)
 }
 
 // releaseIfEmpty gives the read buffer back when the socket can be watched and the buffer holds
@@ -452,9 +477,41 @@ func validCloseCode(code int) bool {
 	return false
 }
 
-func (c *Conn) sawClose() { c.closeOnce.Do(func() { close(c.gotClose) }) }
+// sawClose records that the reader is done, waking a Close waiting for it.
+func (c *Conn) sawClose() {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if !c.readEnded {
+		c.readEnded = true
+		if c.gotClose != nil {
+			close(c.gotClose)
+		}
+	}
+}
 
-func (c *Conn) shutdown() { c.shutOnce.Do(func() { c.rwc.Close() }) }
+// readDone returns a channel closed once the reader is done. Only Close needs one: an idle
+// connection holds none.
+func (c *Conn) readDone() <-chan struct{} {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.gotClose == nil {
+		c.gotClose = make(chan struct{})
+		if c.readEnded {
+			close(c.gotClose)
+		}
+	}
+	return c.gotClose
+}
+
+// shutdown closes the connection, waking a parked reader (which then reads ErrClosed).
+func (c *Conn) shutdown() {
+	c.shutOnce.Do(func() {
+		if c.raw != nil {
+			thePark.unpark(c) // while the fd is still open: it leaves the epoll set
+		}
+		c.rwc.Close()
+	})
+}
 
 // fail sends a close frame with code and reason and closes the connection.
 func (c *Conn) fail(code int, reason string) {
@@ -668,7 +725,7 @@ func (c *Conn) Close(code int, reason string) error {
 		// The reader sees the close frame, or the error after the cut. (It may also have
 		// stopped reading after its current message: then only the cut ends the wait.)
 		select {
-		case <-c.gotClose:
+		case <-c.readDone():
 		case <-cutoff:
 		}
 	}
@@ -677,16 +734,20 @@ func (c *Conn) Close(code int, reason string) error {
 }
 
 // skipFrame reads and drops one frame during Close; after a close frame it returns ErrClosed.
+// It drops the close frame's payload too: a reader that comes later (a parked one, woken by
+// the close) must find nothing left to read but the end.
 func (c *Conn) skipFrame() error {
 	h, err := c.readHeader()
 	if err != nil {
 		return err
 	}
+	if _, err := c.br.Discard(int(h.length)); err != nil {
+		return err
+	}
 	if h.op == opClose {
 		return ErrClosed
 	}
-	_, err = c.br.Discard(int(h.length))
-	return err
+	return nil
 }
 
 // ---- handshakes ----
