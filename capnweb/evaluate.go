@@ -677,8 +677,9 @@ func (s *Session) handle(raw []byte) error {
 	if id, ok := smallIntMessage(raw, `["release",`, &refs); ok {
 		return s.releaseExport(id, int(refs))
 	}
-	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, s.scratch)
-	s.scratch = scratch
+	b := s.busyState()
+	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, b.scratch)
+	b.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}
 	}

@@ -166,10 +166,10 @@ func (s *Session) runReady(reader bool) bool {
 	r := &execRun{s: s, reader: reader}
 	r.owner.Store(true)
 	ctx := context.WithValue(s.ctx, execRunKey{}, r)
-	watched := false
+	var dog *busyState // set when the watchdog watches r
 	defer func() {
-		if watched {
-			s.dogRun.CompareAndSwap(r, nil)
+		if dog != nil {
+			dog.dogRun.CompareAndSwap(r, nil)
 		}
 	}()
 	for {
@@ -194,10 +194,10 @@ func (s *Session) runReady(reader bool) bool {
 		s.mu.Unlock()
 
 		r.calls.Add(1)
-		if !watched {
-			watched = true
-			s.dogRun.Store(r)
-			s.armWatchdog()
+		if dog == nil {
+			dog = s.busyState()
+			dog.dogRun.Store(r)
+			s.armWatchdog(dog)
 		}
 		v, err := t.body(ctx)
 		r.calls.Add(1)
@@ -211,24 +211,25 @@ func (s *Session) runReady(reader bool) bool {
 	}
 }
 
-// The watchdog hands off a call that runs longer than handoffAfter. One timer per session looks
-// every handoffAfter at the run holding the executor role (dogRun), for as long as there is
-// one: arming it per call or per run would cost more than the calls it watches.
+// The watchdog hands off a call that runs longer than handoffAfter. One timer per session
+// (in its busyState) looks every handoffAfter at the run holding the executor role (dogRun), for
+// as long as there is one: arming it per call or per run would cost more than the calls it
+// watches.
 
 // armWatchdog makes sure the watchdog's timer will look.
-func (s *Session) armWatchdog() {
-	if s.dogArmed.Swap(true) {
+func (s *Session) armWatchdog(b *busyState) {
+	if b.dogArmed.Swap(true) {
 		return
 	}
-	s.dogOnce.Do(func() { s.dog = time.AfterFunc(time.Hour, s.watch) })
-	s.dog.Reset(handoffAfter)
+	b.dogOnce.Do(func() { b.dog = time.AfterFunc(time.Hour, func() { s.watch(b) }) })
+	b.dog.Reset(handoffAfter)
 }
 
 // watch is the watchdog's look: a call that was already running at the last look, and still
 // is, has run for at least handoffAfter, and the executor role passes on.
-func (s *Session) watch() {
-	s.dogArmed.Store(false)
-	r := s.dogRun.Load()
+func (s *Session) watch(b *busyState) {
+	b.dogArmed.Store(false)
+	r := b.dogRun.Load()
 	if r == nil || !r.owner.Load() {
 		return
 	}
@@ -238,7 +239,7 @@ func (s *Session) watch() {
 		return
 	}
 	r.seen.Store(n)
-	s.armWatchdog()
+	s.armWatchdog(b)
 }
 
 // run schedules body as a local call and returns the promise of its result. prepare, when not

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/a2awebcap/a2awebcap/internal/ws"
 )
@@ -151,6 +152,8 @@ func TestIdleSessionsHoldNoGoroutines(t *testing.T) {
 		}
 	}
 	eventually(t, "not every session parked again", func() bool { return minParks(h) >= 2 })
+	eventually(t, "parked sessions kept their busy state (scratch, spare queue, watchdog)",
+		func() bool { return busyKept(h) == 0 })
 
 	for _, c := range conns[:n/3] {
 		c.c.Close(ws.StatusNormal, "")
@@ -165,6 +168,27 @@ func TestIdleSessionsHoldNoGoroutines(t *testing.T) {
 		t.Errorf("Handler.Close left %d sessions", got)
 	}
 	eventually(t, "sessions left goroutines behind", func() bool { return runtime.NumGoroutine() <= base })
+}
+
+// busyKept returns how many of the handler's live sessions hold a busy state.
+func busyKept(h *Handler) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for s := range h.sessions {
+		if s.busy.Load() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSessionStaysSmall guards the size of what every session, idle or not, allocates: the
+// Session struct fits the 448-byte allocation class. Per-message state belongs in busyState.
+func TestSessionStaysSmall(t *testing.T) {
+	if n := unsafe.Sizeof(Session{}); n > 448 {
+		t.Errorf("Session is %d bytes, over the 448-byte class: move what only a busy session needs to busyState", n)
+	}
 }
 
 // minParks returns the fewest times one of the handler's live sessions has parked.

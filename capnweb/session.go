@@ -103,8 +103,6 @@ type Session struct {
 	log       *slog.Logger
 	batch     batchMode
 
-	scratch []any // the JSON reader's stack, kept between messages (read loop only)
-
 	ctx    context.Context // session lifetime: canceled when the session ends
 	cancel context.CancelCauseFunc
 	// tctx lives until the transport is closed (the write loop may still send the final abort
@@ -128,14 +126,14 @@ type Session struct {
 	writing      bool          // the write loop is sending a batch
 	writerActive bool          // a write loop goroutine exists
 	writerIdle   bool          // it is lingering, waiting for messages
+	closing      bool          // (the bools together: an idle session's size matters)
+	ended        bool          // shutdown has finished: Done is closed
+	execActive   bool          // a goroutine (the read loop or an executor) owns execQ
 	writeWake    chan struct{} // wakes the lingering writer; nil while there is none
-	closing      bool
-	ended        bool  // shutdown has finished: Done is closed
-	err          error // why the session ended; set once
+	err          error         // why the session ended; set once
 	pulling      int
 	running      int
 	execQ        []execTask         // ready local calls, in order (exec.go)
-	execActive   bool               // a goroutine (the read loop or an executor) owns execQ
 	execBlocked  *execRun           // the executor, when its call is blocking (Blocking): hand off on the next call
 	targets      map[any]*targetRef // nil until a Disposer is exported
 
@@ -150,12 +148,48 @@ type Session struct {
 	// (endPass), with no hand-off between goroutines.
 	pass atomic.Bool
 
+	busy atomic.Pointer[busyState] // what a session uses while messages flow; nil while idle
+}
+
+// busyState is what a session keeps between messages while they flow, and drops when it goes
+// idle (dropBusy), so that an idle session costs less.
+type busyState struct {
+	scratch  []any    // the JSON reader's stack (read loop only)
 	outSpare [][]byte // a sent queue's slice, for the next (under mu)
 
 	dog      *time.Timer // the watchdog (exec.go), made once
 	dogOnce  sync.Once
 	dogArmed atomic.Bool             // its timer is set to look
 	dogRun   atomic.Pointer[execRun] // the run it watches
+}
+
+// busyState returns the session's busy state, making it if the session was idle.
+func (s *Session) busyState() *busyState {
+	if b := s.busy.Load(); b != nil {
+		return b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.busy.Load()
+	if b == nil {
+		b = &busyState{}
+		s.busy.Store(b)
+	}
+	return b
+}
+
+// dropBusy lets the busy state go when nothing uses it: the read loop is going idle.
+func (s *Session) dropBusy() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.busy.Load()
+	if b == nil || b.dogRun.Load() != nil || s.execActive || s.writerActive {
+		return
+	}
+	if b.dogArmed.Load() {
+		return // the timer still holds it; the next idle time drops it
+	}
+	s.busy.Store(nil)
 }
 
 type batchMode int
@@ -354,6 +388,7 @@ func (s *Session) resumeRead() {
 
 // idle hands the read loop, which counts in wg, to a parked wake-up or to a fresh goroutine.
 func (s *Session) idle() {
+	s.dropBusy()
 	s.wg.Add(1)
 	if p, ok := s.t.(parker); ok && p.Park(s.resumeRead) {
 		s.readParks.Add(1)
@@ -587,9 +622,9 @@ func (s *Session) takeOutLocked() [][]byte {
 // recycleOutLocked keeps a sent batch's slice for the next queue, unless it grew large.
 // Caller holds mu.
 func (s *Session) recycleOutLocked(batch [][]byte) {
-	if cap(batch) <= 256 {
+	if b := s.busy.Load(); b != nil && cap(batch) <= 256 {
 		clear(batch)
-		s.outSpare = batch[:0]
+		b.outSpare = batch[:0]
 	}
 }
 
@@ -618,7 +653,9 @@ func (s *Session) queueLocked(msg []byte) {
 		return
 	}
 	if s.out == nil {
-		s.out, s.outSpare = s.outSpare, nil
+		if b := s.busy.Load(); b != nil {
+			s.out, b.outSpare = b.outSpare, nil
+		}
 	}
 	s.out = append(s.out, msg)
 	if !s.pass.Load() {
