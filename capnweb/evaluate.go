@@ -678,7 +678,10 @@ func (s *Session) handle(raw []byte) error {
 		return s.releaseExport(id, int(refs))
 	}
 	b := s.busyState()
-	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, b.scratch)
+	if b.strs == nil {
+		b.strs = map[string]any{}
+	}
+	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs)
 	b.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}

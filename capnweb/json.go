@@ -23,18 +23,36 @@ type jsonReader struct {
 	// stack holds the elements of the arrays being read, innermost last, so that each array is
 	// allocated once, at its final length, instead of growing by appends.
 	stack []any
+	// strs, when not nil, holds short strings already read (method names, object keys), each
+	// with its interface value: a string read again costs no allocation.
+	strs map[string]any
 }
+
+// Interning bounds: strings up to maxInternLen bytes, up to maxInterned of them per session.
+const (
+	maxInternLen = 32
+	maxInterned  = 128
+)
+
+// smallInts are the numbers 0 to 255 in interfaces, made once.
+var smallInts = func() (t [256]any) {
+	for i := range t {
+		t[i] = float64(i)
+	}
+	return t
+}()
 
 // parseJSON parses exactly one JSON value (surrounding whitespace allowed).
 func parseJSON(data []byte, maxDepth int) (any, error) {
-	v, _, err := parseJSONScratch(data, maxDepth, nil)
+	v, _, err := parseJSONScratch(data, maxDepth, nil, nil)
 	return v, err
 }
 
-// parseJSONScratch is parseJSON with a reusable scratch stack: it returns the stack, emptied,
-// for the next call (the session keeps it between messages).
-func parseJSONScratch(data []byte, maxDepth int, stack []any) (any, []any, error) {
-	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0]}
+// parseJSONScratch is parseJSON with a reusable scratch stack and string table (strs, may be
+// nil): it returns the stack, emptied, for the next call (the session keeps both between
+// messages).
+func parseJSONScratch(data []byte, maxDepth int, stack []any, strs map[string]any) (any, []any, error) {
+	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs}
 	v, err := r.value(0)
 	clear(r.stack[:cap(r.stack)]) // drop references into this message
 	if cap(r.stack) > maxScratch {
@@ -85,6 +103,9 @@ func (r *jsonReader) value(depth int) (any, error) {
 		if k, ok := r.keyword(); ok {
 			return k, nil
 		}
+		if v, ok := r.interned(); ok {
+			return v, nil
+		}
 		return r.string()
 	case c == 't':
 		return true, r.literal("true")
@@ -120,9 +141,14 @@ func (r *jsonReader) object(depth int) (any, error) {
 		if r.pos >= len(r.data) || r.data[r.pos] != '"' {
 			return nil, r.errorf("expected object key")
 		}
-		k, err := r.string()
-		if err != nil {
-			return nil, err
+		var k string
+		if v, ok := r.interned(); ok {
+			k = v.(string)
+		} else {
+			var err error
+			if k, err = r.string(); err != nil {
+				return nil, err
+			}
 		}
 		if _, dup := m[k]; dup {
 			return nil, r.errorf("duplicate object key %q", truncate(k, 64))
@@ -184,6 +210,37 @@ func (r *jsonReader) array(depth int) (any, error) {
 			return nil, r.errorf("expected ',' or ']'")
 		}
 	}
+}
+
+// interned reads a short string without escapes through the string table, and reports whether
+// it did; otherwise it reads nothing.
+func (r *jsonReader) interned() (any, bool) {
+	if r.strs == nil {
+		return nil, false
+	}
+	end := r.pos + 1
+	for end < len(r.data) && end-r.pos <= maxInternLen+1 {
+		c := r.data[end]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		end++
+	}
+	if end >= len(r.data) || r.data[end] != '"' {
+		return nil, false
+	}
+	b := r.data[r.pos+1 : end]
+	v, ok := r.strs[string(b)]
+	if !ok {
+		if len(r.strs) >= maxInterned || !utf8.Valid(b) {
+			return nil, false
+		}
+		str := string(b)
+		v = str
+		r.strs[str] = v
+	}
+	r.pos = end + 1
+	return v, true
 }
 
 // keyword reads a string that is one of the protocol's words, as a constant (no allocation),
@@ -298,6 +355,9 @@ func (r *jsonReader) number() (any, error) {
 					return math.Copysign(0, -1), nil
 				}
 				v = -v
+			}
+			if v >= 0 && v < int64(len(smallInts)) {
+				return smallInts[v], nil
 			}
 			return float64(v), nil
 		}

@@ -748,3 +748,47 @@ func TestEncodeRawNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestParseJSONInterning checks the string table: short plain strings and keys read through it
+// come out the same as without it, and it stays bounded.
+func TestParseJSONInterning(t *testing.T) {
+	t.Parallel()
+	strs := map[string]any{}
+	inputs := []string{
+		`{"name":"alice","tags":["x","y","x"],"n":[0,1,255,256,-1,-0]}`,
+		`{"name":"alice","esc":"a\nb","bad":"a` + "\xff" + `b","long":"` + strings.Repeat("z", 40) + `"}`,
+		`["push",["pipeline",0,["add"],[1,2]]]`,
+	}
+	for _, in := range inputs {
+		for range 2 { // the second time through the filled table
+			want, err := parseJSON([]byte(in), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := parseJSONScratch([]byte(in), 64, nil, strs)
+			if err != nil {
+				t.Fatalf("parseJSONScratch(%s): %v", in, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("parseJSONScratch(%s) differs from parseJSON (-want +got):\n%s", in, diff)
+			}
+		}
+	}
+	if _, ok := strs["a\nb"]; ok {
+		t.Error("a string with an escape was interned")
+	}
+	if _, ok := strs[strings.Repeat("z", 40)]; ok {
+		t.Error("a string over the length bound was interned")
+	}
+	if _, _, err := parseJSONScratch([]byte(`{"name":1,"name":2}`), 64, nil, strs); err == nil {
+		t.Error("a duplicate interned key was accepted")
+	}
+	for i := range 2 * maxInterned {
+		if _, _, err := parseJSONScratch([]byte(`"s`+strconv.Itoa(i)+`"`), 64, nil, strs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(strs) > maxInterned {
+		t.Errorf("the string table grew to %d entries, over its bound of %d", len(strs), maxInterned)
+	}
+}

@@ -142,6 +142,7 @@ type Session struct {
 
 	readResumes atomic.Int32 // times the read loop resumed after idling (tests)
 	readParks   atomic.Int32 // times it parked (tests)
+	dupping     int32        // ensureResolving is dup'ing an export's hook, without mu (under mu)
 	// pass is set while the read loop handles what it has read (a pass: the messages already
 	// buffered, one after another, and the calls they make ready). Meanwhile ready calls wait for
 	// the read loop to run them (runQueued) and outbound messages wait for it to send them
@@ -154,8 +155,9 @@ type Session struct {
 // busyState is what a session keeps between messages while they flow, and drops when it goes
 // idle (dropBusy), so that an idle session costs less.
 type busyState struct {
-	scratch  []any    // the JSON reader's stack (read loop only)
-	outSpare [][]byte // a sent queue's slice, for the next (under mu)
+	scratch  []any          // the JSON reader's stack (read loop only)
+	strs     map[string]any // the JSON reader's string table (read loop only)
+	outSpare [][]byte       // a sent queue's slice, for the next (under mu)
 
 	dog      *time.Timer // the watchdog (exec.go), made once
 	dogOnce  sync.Once
@@ -700,6 +702,9 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 	s.exports = map[int64]*exportEntry{}
 	s.imports = map[int64]*importEntry{}
 	s.cond.Broadcast()
+	for s.dupping > 0 {
+		s.cond.Wait() // an export's hook is being dup'ed (ensureResolving): release it after
+	}
 	s.mu.Unlock()
 
 	if sendAbort && !errors.Is(err, ErrSessionClosed) {
@@ -886,15 +891,18 @@ func (s *Session) ensureResolving(id int64) error {
 	}
 	e.pulling = true
 	s.pulling++
-	var h hook
-	if ih, ok := e.h.(*importHook); ok && ih.s == s {
-		// A call forwarded to the peer (made on a promise that had resolved to one of its
-		// objects): its dup would take mu, which this holds.
-		h = s.newImportRef(ih.e)
-	} else {
-		h = e.h.dup()
-	}
+	// The hook is dup'ed without mu: many a hook's dup takes it (an import of this session, a
+	// target counting its references). Only shutdown can release the export meanwhile (the
+	// peer's releases are read after this returns), and it waits for dupping to reach zero.
+	h0 := e.h
 	auto := e.autoRelease
+	s.dupping++
+	s.mu.Unlock()
+	h := h0.dup()
+	s.mu.Lock()
+	if s.dupping--; s.dupping == 0 {
+		s.cond.Broadcast()
+	}
 	s.mu.Unlock()
 	if p, ok := h.(*promiseHook); ok {
 		// The usual case, a local call: answer from the goroutine that settles it.
