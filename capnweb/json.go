@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
 )
 
 type jsonReader struct {
@@ -483,53 +485,8 @@ func (r *jsonReader) hex4() (rune, bool) {
 	return v, true
 }
 
-// appendJSONString appends s as a JSON string. Only what JSON requires is escaped (as
-// JSON.stringify does); invalid UTF-8 becomes U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				const hex = "0123456789abcdef"
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendJSONString appends s as a JSON string, as JSON.stringify does (see jsonstr.AppendJS).
+func appendJSONString(b []byte, s string) []byte { return jsonstr.AppendJS(b, s) }
 
 // appendJSONNumber appends a finite float as JSON.stringify would print it.
 func appendJSONNumber(b []byte, f float64) []byte {
