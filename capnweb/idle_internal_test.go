@@ -40,19 +40,27 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// An idle WebSocket session's read loop parks (no goroutine), and the session goes on working as
-// before; closing it still ends the server's session and untracks it.
-func TestIdleSessionParksReadLoop(t *testing.T) {
+// idleServer serves idleAPI with a short idle time and dials it, offering clientMain; it
+// returns the handler, the client session and where the server's session arrives.
+func idleServer(t *testing.T, clientMain any) (*Handler, *Session, <-chan *Session) {
+	t.Helper()
 	shortIdle(t)
 	server := make(chan *Session, 1)
 	h := NewHandler(func(*http.Request) (any, error) { return &idleAPI{}, nil },
 		&HandlerOptions{OnSession: func(_ *http.Request, s *Session) { server <- s }})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); ts.Close() })
-	c, err := Dial(t.Context(), "ws"+strings.TrimPrefix(ts.URL, "http"), nil, nil)
+	c, err := Dial(t.Context(), "ws"+strings.TrimPrefix(ts.URL, "http"), clientMain, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, c, server
+}
+
+// An idle WebSocket session's read loop parks (no goroutine), and the session goes on working as
+// before; closing it still ends the server's session and untracks it.
+func TestIdleSessionParksReadLoop(t *testing.T) {
+	h, c, server := idleServer(t, nil)
 	s := <-server
 	call := func() {
 		t.Helper()
@@ -225,16 +233,7 @@ func (*pinger) Ping(s string) string { return "pong " + s }
 
 // A server session whose read side is parked still calls the client, and the answer wakes it.
 func TestParkedSessionCallsClient(t *testing.T) {
-	shortIdle(t)
-	server := make(chan *Session, 1)
-	h := NewHandler(func(*http.Request) (any, error) { return &idleAPI{}, nil },
-		&HandlerOptions{OnSession: func(_ *http.Request, s *Session) { server <- s }})
-	ts := httptest.NewServer(h)
-	t.Cleanup(func() { h.Close(); ts.Close() })
-	c, err := Dial(t.Context(), "ws"+strings.TrimPrefix(ts.URL, "http"), &pinger{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, server := idleServer(t, &pinger{})
 	t.Cleanup(func() { c.Close() })
 	s := <-server
 	for i := range 2 {

@@ -61,6 +61,20 @@ func acceptServer(t *testing.T) (*httptest.Server, <-chan *Conn) {
 	return srv, accepted
 }
 
+// rawPair connects a client to a server end whose socket is reached directly (Linux, plain TCP),
+// or skips the test with why.
+func rawPair(t *testing.T, why string) (client, server *Conn) {
+	t.Helper()
+	srv, accepted := acceptServer(t)
+	client = dial(t, wsURL(srv))
+	server = <-accepted
+	t.Cleanup(server.shutdown)
+	if server.raw == nil {
+		t.Skip(why)
+	}
+	return client, server
+}
+
 func wsURL(s *httptest.Server) string { return "ws" + strings.TrimPrefix(s.URL, "http") }
 
 func dial(t *testing.T, url string) *Conn {
@@ -426,13 +440,7 @@ func (c *fuzzConn) Close() error                { return nil }
 // With IdleAfter, ReadMessage gives up after that long with ErrIdle, and the connection goes on
 // working; WaitReadable returns once something arrives.
 func TestIdleAndWaitReadable(t *testing.T) {
-	srv, accepted := acceptServer(t)
-	c := dial(t, wsURL(srv))
-	s := <-accepted
-	defer s.shutdown()
-	if s.raw == nil {
-		t.Skip("no socket readiness on this platform")
-	}
+	c, s := rawPair(t, "no socket readiness on this platform")
 	s.IdleAfter = 10 * time.Millisecond
 	if _, _, err := s.ReadMessage(0); err != ErrIdle {
 		t.Fatalf("got %v, want ErrIdle", err)
@@ -515,13 +523,7 @@ func TestCloseAfterReaderStopped(t *testing.T) {
 // socket buffers and finishes it in the background, refuses the next one while that is under
 // way, and a WriteMessages after it arrives after it, whole.
 func TestTryWriteDoesNotWait(t *testing.T) {
-	srv, accepted := acceptServer(t)
-	c := dial(t, wsURL(srv))
-	s := <-accepted
-	defer s.shutdown()
-	if s.raw == nil {
-		t.Skip("no non-blocking writes on this platform")
-	}
+	c, s := rawPair(t, "no non-blocking writes on this platform")
 	big := bytes.Repeat([]byte("b"), 8<<20) // more than loopback's socket buffers hold
 	took, err := s.TryWriteMessages(Binary, big)
 	if !took || err != nil {
@@ -552,12 +554,7 @@ func TestTryWriteDoesNotWait(t *testing.T) {
 
 // A background write of TryWriteMessages goes before the close frame.
 func TestTryWriteThenClose(t *testing.T) {
-	srv, accepted := acceptServer(t)
-	c := dial(t, wsURL(srv))
-	s := <-accepted
-	if s.raw == nil {
-		t.Skip("no non-blocking writes on this platform")
-	}
+	c, s := rawPair(t, "no non-blocking writes on this platform")
 	big := bytes.Repeat([]byte("c"), 8<<20)
 	if took, err := s.TryWriteMessages(Binary, big); !took || err != nil {
 		t.Fatalf("TryWriteMessages = %v, %v", took, err)
