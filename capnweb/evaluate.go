@@ -559,32 +559,6 @@ func smallIntMessage(raw []byte, prefix string, second *int64) (int64, bool) {
 	return first, len(rest) == 1 && rest[0] == ']'
 }
 
-// smallInt reads an optionally negative integer of 1 to 15 digits without leading zeros (or a
-// lone 0) from the start of b, and returns it with the bytes it took (0: none).
-func smallInt(b []byte) (int64, int) {
-	i, neg := 0, false
-	if len(b) > 0 && b[0] == '-' {
-		i, neg = 1, true
-	}
-	start := i
-	var v int64
-	for i < len(b) && i-start < 16 && b[i] >= '0' && b[i] <= '9' {
-		v = v*10 + int64(b[i]-'0')
-		i++
-	}
-	digits := i - start
-	if digits == 0 || digits > 15 || (digits > 1 && b[start] == '0') || (neg && v == 0) {
-		return 0, 0
-	}
-	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
-		return 0, 0
-	}
-	if neg {
-		v = -v
-	}
-	return v, i
-}
-
 func checkID(id float64) (int64, bool) {
 	if id != math.Trunc(id) || math.Abs(id) > 1<<53 {
 		return 0, false

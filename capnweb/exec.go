@@ -28,10 +28,8 @@ import (
 	"time"
 )
 
-const (
-	handoffAfter = time.Millisecond
-	execLinger   = 20 * time.Millisecond // how long an idle write loop waits for more to send
-)
+// handoffAfter: a call running this long on the executor role hands it on (see the watchdog).
+const handoffAfter = time.Millisecond
 
 type execTask struct {
 	body func(ctx context.Context) (any, error)
@@ -368,23 +366,6 @@ func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx co
 		})
 	}
 	return p
-}
-
-// lingerFor waits up to execLinger for a wake-up on wake, reusing *t as its timer. It reports
-// whether it was woken (false: the time passed).
-func lingerFor(t **time.Timer, wake <-chan struct{}) bool {
-	if *t == nil {
-		*t = time.NewTimer(execLinger)
-	} else {
-		(*t).Reset(execLinger)
-	}
-	select {
-	case <-wake:
-		(*t).Stop()
-		return true
-	case <-(*t).C:
-		return false
-	}
 }
 
 func (s *Session) callDone() {

@@ -102,10 +102,7 @@ func (r *jsonReader) value(depth int) (any, error) {
 	case c == '[':
 		return r.array(depth)
 	case c == '"':
-		if k, ok := r.keyword(); ok {
-			return k, nil
-		}
-		if v, ok := r.interned(); ok {
+		if v, ok := r.shortString(); ok {
 			return v, nil
 		}
 		return r.string()
@@ -144,7 +141,7 @@ func (r *jsonReader) object(depth int) (any, error) {
 			return nil, r.errorf("expected object key")
 		}
 		var k string
-		if v, ok := r.interned(); ok {
+		if v, ok := r.shortString(); ok {
 			k = v.(string)
 		} else {
 			var err error
@@ -214,12 +211,11 @@ func (r *jsonReader) array(depth int) (any, error) {
 	}
 }
 
-// interned reads a short string without escapes through the string table, and reports whether
-// it did; otherwise it reads nothing.
-func (r *jsonReader) interned() (any, bool) {
-	if r.strs == nil {
-		return nil, false
-	}
+// shortString reads a short string without escapes or control characters as an interface
+// value that costs no allocation — a protocol word (a constant) or a string already in the
+// string table, which it adds to while there is room — and reports whether it did; otherwise it
+// reads nothing.
+func (r *jsonReader) shortString() (any, bool) {
 	end := r.pos + 1
 	for end < len(r.data) && end-r.pos <= maxInternLen+1 {
 		c := r.data[end]
@@ -232,31 +228,50 @@ func (r *jsonReader) interned() (any, bool) {
 		return nil, false
 	}
 	b := r.data[r.pos+1 : end]
-	v, ok := r.strs[string(b)]
-	if !ok {
-		if len(r.strs) >= maxInterned || !utf8.Valid(b) {
-			return nil, false
+	v, ok := keyword(b)
+	if !ok && r.strs != nil {
+		if v, ok = r.strs[string(b)]; !ok && len(r.strs) < maxInterned && utf8.Valid(b) {
+			str := string(b)
+			v, ok = str, true
+			r.strs[str] = v
 		}
-		str := string(b)
-		v = str
-		r.strs[str] = v
 	}
-	r.pos = end + 1
-	return v, true
+	if ok {
+		r.pos = end + 1
+	}
+	return v, ok
 }
 
-// keyword reads a string that is one of the protocol's words, as a constant (no allocation),
-// and reports whether it did; otherwise it reads nothing.
-func (r *jsonReader) keyword() (any, bool) {
-	end := r.pos + 1
-	for end < len(r.data) && end-r.pos <= 10 && r.data[end] != '"' && r.data[end] != '\\' {
-		end++
+// smallInt reads an optionally negative integer of 1 to 15 digits without leading zeros (or a
+// lone 0) from the start of b, and returns it with the bytes it took (0: none).
+func smallInt(b []byte) (int64, int) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
 	}
-	if end >= len(r.data) || r.data[end] != '"' {
-		return nil, false
+	start := i
+	var v int64
+	for i < len(b) && i-start < 16 && b[i] >= '0' && b[i] <= '9' {
+		v = v*10 + int64(b[i]-'0')
+		i++
 	}
+	digits := i - start
+	if digits == 0 || digits > 15 || (digits > 1 && b[start] == '0') || (neg && v == 0) {
+		return 0, 0
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+		return 0, 0
+	}
+	if neg {
+		v = -v
+	}
+	return v, i
+}
+
+// keyword returns b, one of the protocol's words, as a constant in an interface.
+func keyword(b []byte) (any, bool) {
 	var k any
-	switch string(r.data[r.pos+1 : end]) {
+	switch string(b) {
 	case "push":
 		k = "push"
 	case "pull":
@@ -300,7 +315,6 @@ func (r *jsonReader) keyword() (any, bool) {
 	default:
 		return nil, false
 	}
-	r.pos = end + 1
 	return k, true
 }
 
@@ -337,32 +351,12 @@ func (r *jsonReader) number() (any, error) {
 			return nil, r.errorf("invalid number")
 		}
 	}
-	if n := r.pos - start; n <= 15 {
+	if v, n := smallInt(r.data[start:r.pos]); n == r.pos-start {
 		// A plain integer of at most 15 digits is exact in a float64: no need for ParseFloat.
-		var v int64
-		i := start
-		if r.data[i] == '-' {
-			i++
+		if v >= 0 && v < int64(len(smallInts)) {
+			return smallInts[v], nil
 		}
-		for ; i < r.pos; i++ {
-			c := r.data[i]
-			if c < '0' || c > '9' {
-				break
-			}
-			v = v*10 + int64(c-'0')
-		}
-		if i == r.pos {
-			if r.data[start] == '-' {
-				if v == 0 {
-					return math.Copysign(0, -1), nil
-				}
-				v = -v
-			}
-			if v >= 0 && v < int64(len(smallInts)) {
-				return smallInts[v], nil
-			}
-			return float64(v), nil
-		}
+		return float64(v), nil
 	}
 	f, err := strconv.ParseFloat(string(r.data[start:r.pos]), 64)
 	if err != nil {

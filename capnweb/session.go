@@ -614,6 +614,26 @@ func (s *Session) writeLoop() {
 	}
 }
 
+// writeLinger is how long an idle write loop waits for more to send before it exits.
+const writeLinger = 20 * time.Millisecond
+
+// lingerFor waits up to writeLinger for a wake-up on wake, reusing *t as its timer. It reports
+// whether it was woken (false: the time passed).
+func lingerFor(t **time.Timer, wake <-chan struct{}) bool {
+	if *t == nil {
+		*t = time.NewTimer(writeLinger)
+	} else {
+		(*t).Reset(writeLinger)
+	}
+	select {
+	case <-wake:
+		(*t).Stop()
+		return true
+	case <-(*t).C:
+		return false
+	}
+}
+
 // takeOutLocked takes the outbound queue to send it. Caller holds mu.
 func (s *Session) takeOutLocked() [][]byte {
 	batch := s.out

@@ -539,6 +539,17 @@ func (c *Conn) writeLocked(op byte, payloads [][]byte) error {
 	if err := c.writePendingLocked(); err != nil {
 		return err
 	}
+	buf := c.frames(op, payloads)
+	_, err := c.rwc.Write(buf)
+	putBuf(buf)
+	if err != nil {
+		c.werr = writeErr(err)
+	}
+	return c.werr
+}
+
+// frames returns one unfragmented frame per payload, in a pooled buffer (putBuf it).
+func (c *Conn) frames(op byte, payloads [][]byte) []byte {
 	n := 0
 	for _, p := range payloads {
 		n += 14 + len(p)
@@ -547,13 +558,13 @@ func (c *Conn) writeLocked(op byte, payloads [][]byte) error {
 	for _, p := range payloads {
 		buf = c.appendFrame(buf, op, p)
 	}
-	_, err := c.rwc.Write(buf)
-	putBuf(buf)
-	if err != nil {
-		if errors.Is(err, net.ErrClosed) {
-			err = ErrClosed
-		}
-		c.werr = err
+	return buf
+}
+
+// writeErr is the error a write reports: ErrClosed once the connection is closed.
+func writeErr(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return ErrClosed
 	}
 	return err
 }
@@ -576,14 +587,7 @@ func (c *Conn) TryWriteMessages(typ MessageType, msgs ...[]byte) (bool, error) {
 	case c.pending != nil:
 		return false, nil // the background write is not done
 	}
-	n := 0
-	for _, p := range msgs {
-		n += 14 + len(p)
-	}
-	buf := getBuf(n)
-	for _, p := range msgs {
-		buf = c.appendFrame(buf, byte(typ), p)
-	}
+	buf := c.frames(byte(typ), msgs)
 	written, err := c.writeNow(buf)
 	switch {
 	case err != nil:
@@ -626,10 +630,7 @@ func (c *Conn) writeNow(b []byte) (int, error) {
 	if err == nil {
 		err = werr
 	}
-	if errors.Is(err, net.ErrClosed) {
-		err = ErrClosed
-	}
-	return n, err
+	return n, writeErr(err)
 }
 
 // writePendingLocked writes what TryWriteMessages left, if anything. Caller holds wmu.
@@ -644,12 +645,9 @@ func (c *Conn) writePendingLocked() error {
 	putBuf(c.pendBuf)
 	c.pending, c.pendBuf = nil, nil
 	if err != nil {
-		if errors.Is(err, net.ErrClosed) {
-			err = ErrClosed
-		}
-		c.werr = err
+		c.werr = writeErr(err)
 	}
-	return err
+	return c.werr
 }
 
 // Buffered reports whether bytes the peer sent are already read into the connection's buffer,
