@@ -36,28 +36,26 @@ type evaluator struct {
 // evaluate turns an expression into a value. On error, everything it created is released.
 func (ev *evaluator) evaluate(v any) (any, error) {
 	r, err := ev.eval(v, 0)
-	if err != nil {
-		for _, c := range ev.created {
-			releaseValue(c)
-		}
-		ev.created = nil
+	if err = ev.done(err); err != nil {
 		return nil, err
 	}
-	ev.created = nil
 	return r, nil
 }
 
 // evaluateElems is evaluate for the elements of an escaped array (a call's arguments), in place.
 func (ev *evaluator) evaluateElems(a []any) error {
-	if err := ev.evalElems(a, 1); err != nil {
+	return ev.done(ev.evalElems(a, 1))
+}
+
+// done ends an evaluation: when it failed (err), it releases everything it created.
+func (ev *evaluator) done(err error) error {
+	if err != nil {
 		for _, c := range ev.created {
 			releaseValue(c)
 		}
-		ev.created = nil
-		return err
 	}
 	ev.created = nil
-	return nil
+	return err
 }
 
 func (ev *evaluator) track(v any) any {
@@ -652,9 +650,6 @@ func (s *Session) handle(raw []byte) error {
 		return s.releaseExport(id, int(refs))
 	}
 	b := s.busyState()
-	if b.strs == nil {
-		b.strs = map[string]any{}
-	}
 	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs)
 	b.scratch = scratch
 	if err != nil {

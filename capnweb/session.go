@@ -174,7 +174,7 @@ func (s *Session) busyState() *busyState {
 	defer s.mu.Unlock()
 	b := s.busy.Load()
 	if b == nil {
-		b = &busyState{}
+		b = &busyState{strs: map[string]any{}}
 		s.busy.Store(b)
 	}
 	return b
