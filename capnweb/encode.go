@@ -369,6 +369,10 @@ func (e *encoder) hookValue(h hook, path []any, promise bool, depth int) error {
 	}
 	if vh, ok := x.(*valueHook); ok && promise {
 		// Already settled: send the value itself.
+		if vh.plain {
+			defer x.release()
+			return e.value(vh.v, depth)
+		}
 		v := copyValue(vh.v)
 		x.release()
 		defer releaseValue(v)

@@ -31,10 +31,14 @@ type evaluator struct {
 	im      importer
 	lim     *Limits
 	created []any // references made so far, released if evaluation fails
+	// impure: the last evaluation made something that keeps its value from being plain
+	// (isPlain): a reference, a stream or an error.
+	impure bool
 }
 
 // evaluate turns an expression into a value. On error, everything it created is released.
 func (ev *evaluator) evaluate(v any) (any, error) {
+	ev.impure = false
 	r, err := ev.eval(v, 0)
 	if err = ev.done(err); err != nil {
 		return nil, err
@@ -44,6 +48,7 @@ func (ev *evaluator) evaluate(v any) (any, error) {
 
 // evaluateElems is evaluate for the elements of an escaped array (a call's arguments), in place.
 func (ev *evaluator) evaluateElems(a []any) error {
+	ev.impure = false
 	return ev.done(ev.evalElems(a, 1))
 }
 
@@ -59,6 +64,7 @@ func (ev *evaluator) done(err error) error {
 }
 
 func (ev *evaluator) track(v any) any {
+	ev.impure = true
 	ev.created = append(ev.created, v)
 	return v
 }
@@ -281,6 +287,7 @@ func (ev *evaluator) errorValue(x []any, depth int) (any, error) {
 		name = "Error"
 	}
 	e := &Error{Name: name, Message: msg}
+	ev.impure = true
 	if len(x) >= 4 {
 		if st, ok := x[3].(string); ok {
 			e.Stack = st
@@ -465,7 +472,7 @@ func (ev *evaluator) importExpr(x []any, promise bool, depth int) (any, error) {
 		if err := sub.evaluateElems(args); err != nil {
 			return nil, err
 		}
-		r = h.call(path, &payload{v: x[3]}) // args, evaluated in place
+		r = h.call(path, &payload{v: x[3], plain: !sub.impure}) // args, evaluated in place
 	}
 	if promise {
 		return ev.track(&pending{h: r}), nil
@@ -687,7 +694,7 @@ func (s *Session) handle(raw []byte) error {
 			h = x.c.take()
 			x.cleanup.Stop()
 		default:
-			h = newValueHook(v, true, s)
+			h = newValueHookPlain(v, true, !ev.impure, s)
 		}
 		s.mu.Lock()
 		s.exports[id] = &exportEntry{h: h, refs: 1, autoRelease: kind == "stream"}
@@ -735,7 +742,7 @@ func (s *Session) handle(raw []byte) error {
 		}
 		var res hook
 		if kind == "resolve" {
-			res = newValueHook(v, true, s)
+			res = newValueHookPlain(v, true, !ev.impure, s)
 		} else {
 			e, ok := v.(*Error)
 			if !ok {

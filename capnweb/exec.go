@@ -13,7 +13,7 @@ package capnweb
 //
 // A call that blocks does not hold up the rest: when it waits on RPC (awaits a promise, reads or
 // writes a stream), says it is about to block (Blocking) or runs longer than handoffAfter, the
-// executor role passes to a new goroutine and the blocked call finishes on its own. When the
+// executor role passes to another goroutine (a reused one, see workers) and the blocked call finishes on its own. When the
 // blocked call is running on the read loop, the read loop goes on in a new goroutine too: the
 // message the call awaits must still be read.
 //
@@ -75,7 +75,7 @@ func (r *execRun) handoffLocked() {
 			s.kickWriterLocked()
 		}
 		s.wg.Add(1)
-		go s.readLoop()
+		s.goLocked(s.readLoop)
 	}
 }
 
@@ -120,7 +120,22 @@ func yieldGate(ctx context.Context) {
 func (s *Session) startExecutorLocked() {
 	s.execActive = true
 	s.wg.Add(1)
-	go s.executor()
+	s.goLocked(s.executor)
+}
+
+// workerIdle is how long a session's idle worker goroutine waits for the next read loop or
+// executor to run.
+const workerIdle = 20 * time.Millisecond
+
+// goLocked starts f, a read loop or an executor, on one of the session's reused goroutines
+// while the session is busy (busyState.workers): both parse, evaluate and encode, which grows a
+// goroutine's stack, and under load both start as often as calls block. Caller holds mu.
+func (s *Session) goLocked(f func()) {
+	if b := s.busy.Load(); b != nil && !s.closing {
+		b.workers.Go(f)
+		return
+	}
+	go f()
 }
 
 // enqueueLocked adds a ready call. Caller holds mu.

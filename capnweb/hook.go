@@ -38,11 +38,16 @@ type payload struct {
 	// borrowed: v is the caller's and holds no references. It may be read (encoded) as is; a
 	// hook that keeps it takes a copy (owned).
 	borrowed bool
+	// plain: v is known to be plain (isPlain); false when unknown.
+	plain bool
 }
 
 // owned returns p, or a copy of its value that the receiver may keep when p is borrowed.
 func (p *payload) owned() *payload {
 	if p != nil && p.borrowed {
+		if p.plain {
+			return &payload{v: p.v, plain: true}
+		}
 		return &payload{v: dupValue(p.v)}
 	}
 	return p
@@ -168,7 +173,7 @@ func tryPull(h hook) (v any, err error, ok bool) {
 		}
 		return tryPull(r)
 	case *valueHook:
-		if hasPending(x.v) {
+		if !x.plain && hasPending(x.v) {
 			return nil, nil, false
 		}
 		v, err := x.pull(context.Background())
@@ -257,12 +262,18 @@ type valueHook struct {
 	mu    sync.Mutex
 	v     any
 	owned bool
+	plain bool // isPlain(v): pulls share v, and releasing it does nothing
 	refs  int
 	exec  *Session
 }
 
 func newValueHook(v any, owned bool, exec *Session) *valueHook {
-	return &valueHook{v: v, owned: owned, refs: 1, exec: exec}
+	return newValueHookPlain(v, owned, isPlain(v), exec)
+}
+
+// newValueHookPlain is newValueHook for a value whose plainness the caller knows.
+func newValueHookPlain(v any, owned, plain bool, exec *Session) *valueHook {
+	return &valueHook{v: v, owned: owned, plain: plain, refs: 1, exec: exec}
 }
 
 func (h *valueHook) dup() hook {
@@ -277,7 +288,7 @@ func (h *valueHook) release() {
 	h.refs--
 	last := h.refs == 0
 	h.mu.Unlock()
-	if last && h.owned {
+	if last && h.owned && !h.plain {
 		releaseValue(h.v)
 	}
 }
@@ -285,6 +296,9 @@ func (h *valueHook) release() {
 func (h *valueHook) pull(ctx context.Context) (any, error) {
 	if isTarget(h.v) || isCallable(h.v) {
 		return newStub(newLocalHook(h.v, h.exec)), nil
+	}
+	if h.plain {
+		return h.v, nil
 	}
 	v := copyValue(h.v)
 	markDelivered(v)
@@ -296,7 +310,12 @@ func (h *valueHook) get(path []any) hook {
 		return h.dup()
 	}
 	return followValue(h.v, path, h.exec, func(rest hook, p []any) hook { return rest.get(p) },
-		func(v any) hook { return newValueHook(copyValue(v), true, h.exec) })
+		func(v any) hook {
+			if h.plain {
+				return newValueHookPlain(v, true, true, h.exec)
+			}
+			return newValueHook(copyValue(v), true, h.exec)
+		})
 }
 
 func (h *valueHook) call(path []any, args *payload) hook {

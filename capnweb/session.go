@@ -25,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/internal/gopool"
 )
 
 // Transport carries whole messages (one JSON value each) between two sessions.
@@ -158,6 +160,7 @@ type busyState struct {
 	scratch  []any          // the JSON reader's stack (read loop only)
 	strs     map[string]any // the JSON reader's string table (read loop only)
 	outSpare [][]byte       // a sent queue's slice, for the next (under mu)
+	workers  *gopool.Pool   // goroutines for read loops and executors (goLocked)
 
 	dog      *time.Timer // the watchdog (exec.go), made once
 	dogOnce  sync.Once
@@ -174,7 +177,7 @@ func (s *Session) busyState() *busyState {
 	defer s.mu.Unlock()
 	b := s.busy.Load()
 	if b == nil {
-		b = &busyState{strs: map[string]any{}}
+		b = &busyState{strs: map[string]any{}, workers: gopool.New(workerIdle)}
 		s.busy.Store(b)
 	}
 	return b
@@ -191,6 +194,7 @@ func (s *Session) dropBusy() {
 	if b.dogArmed.Load() {
 		return // the timer still holds it; the next idle time drops it
 	}
+	b.workers.Close()
 	s.busy.Store(nil)
 }
 
@@ -716,6 +720,9 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 	}
 	s.err = err
 	s.closing = true
+	if b := s.busy.Load(); b != nil {
+		b.workers.Close()
+	}
 	s.kickWriterLocked()
 	exports := s.exports
 	imports := s.imports

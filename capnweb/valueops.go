@@ -45,6 +45,21 @@ func copyValue(v any) any {
 	return dupValue(v)
 }
 
+// isPlain reports whether v holds nothing the operations here act on: no references, no
+// promises, no streams and no errors (whose properties may hold references). Releasing,
+// resolving and delivering a plain value change nothing, and copies of it may share it; the
+// holders of a value (payload, valueHook) remember this, so that each walks the tree once at
+// most, or never when the evaluator that built it already knows.
+func isPlain(v any) bool {
+	return !anyLeaf(v, func(e any) bool {
+		switch e.(type) {
+		case *Stub, *Promise, *pending, *ReadableStream, *WritableStream, *Error:
+			return true
+		}
+		return false
+	})
+}
+
 // hasRefs reports whether v holds references (stubs, promises, streams).
 func hasRefs(v any) bool {
 	return anyLeaf(v, func(e any) bool {
@@ -150,6 +165,9 @@ func resolveValue(ctx context.Context, v any) (any, error) {
 }
 
 func (p *payload) resolve(ctx context.Context) (any, error) {
+	if p.plain {
+		return p.v, nil
+	}
 	v, err := resolveValue(ctx, p.v)
 	if err == nil {
 		p.v = v
@@ -159,7 +177,9 @@ func (p *payload) resolve(ctx context.Context) (any, error) {
 
 func (p *payload) release() {
 	if p != nil && !p.borrowed {
-		releaseValue(p.v)
+		if !p.plain {
+			releaseValue(p.v)
+		}
 		p.v = nil
 	}
 }
