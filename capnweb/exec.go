@@ -326,17 +326,10 @@ func (s *Session) admitLocked() hook {
 // awaits them, as run does. The arguments are resolved just before body; if that fails they are
 // released.
 func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx context.Context) (any, error)) hook {
-	prepare := func(ctx context.Context) error {
-		_, err := args.resolve(ctx)
-		if err != nil {
-			args.release()
-		}
-		return err
-	}
+	a := &afterCall{s: s, waits: waits, args: args, body: body}
 	if s == nil || waits == nil {
-		return s.run(prepare, body)
+		return s.run(a.prepare, body)
 	}
-	p := newPromiseHook()
 	s.mu.Lock()
 	if h := s.admitLocked(); h != nil {
 		s.mu.Unlock()
@@ -344,43 +337,66 @@ func (s *Session) runAfter(waits []*promiseHook, args *payload, body func(ctx co
 		return h
 	}
 	s.mu.Unlock()
-	var left atomic.Int32
-	left.Store(int32(len(waits)))
-	ready := func() {
-		for _, w := range waits {
-			if _, _, ok := tryPull(w); !ok {
-				// Settled to something not at hand (a remote promise): await it off the
-				// executor, as run does (which counts the call again).
-				s.callDone()
-				p.resolve(s.run(prepare, body))
-				return
-			}
-		}
-		s.mu.Lock()
-		if s.err != nil {
-			err := s.err
-			s.mu.Unlock()
+	a.p = newPromiseHook()
+	a.left.Store(int32(len(waits)))
+	for _, w := range waits {
+		w.onSettled(a.settled)
+	}
+	return a.p
+}
+
+// afterCall is a call waiting for its promise arguments (runAfter).
+type afterCall struct {
+	s     *Session
+	waits []*promiseHook
+	args  *payload
+	body  func(ctx context.Context) (any, error)
+	p     *promiseHook // the call's result
+	left  atomic.Int32 // waits not settled yet
+}
+
+// prepare resolves the arguments, or releases them if that fails.
+func (a *afterCall) prepare(ctx context.Context) error {
+	_, err := a.args.resolve(ctx)
+	if err != nil {
+		a.args.release()
+	}
+	return err
+}
+
+func (a *afterCall) run(ctx context.Context) (any, error) {
+	if err := a.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return a.body(ctx)
+}
+
+// settled is called as each wait settles; the last makes the call ready.
+func (a *afterCall) settled() {
+	if a.left.Add(-1) != 0 {
+		return
+	}
+	s := a.s
+	for _, w := range a.waits {
+		if _, _, ok := tryPull(w); !ok {
+			// Settled to something not at hand (a remote promise): await it off the
+			// executor, as run does (which counts the call again).
 			s.callDone()
-			args.release()
-			p.resolve(errorHook{err})
+			a.p.resolve(s.run(a.prepare, a.body))
 			return
 		}
-		s.enqueueLocked(execTask{body: func(ctx context.Context) (any, error) {
-			if err := prepare(ctx); err != nil {
-				return nil, err
-			}
-			return body(ctx)
-		}, p: p})
+	}
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
 		s.mu.Unlock()
+		s.callDone()
+		a.args.release()
+		a.p.resolve(errorHook{err})
+		return
 	}
-	for _, w := range waits {
-		w.onSettled(func() {
-			if left.Add(-1) == 0 {
-				ready()
-			}
-		})
-	}
-	return p
+	s.enqueueLocked(execTask{body: a.run, p: a.p})
+	s.mu.Unlock()
 }
 
 func (s *Session) callDone() {

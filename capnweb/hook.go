@@ -35,8 +35,9 @@ type hook interface {
 // and *pending placeholders that must be awaited before delivery.
 type payload struct {
 	v any
-	// borrowed: v is the caller's and holds no references. It may be read (encoded) as is; a
-	// hook that keeps it takes a copy (owned).
+	// borrowed: v, and the references in it, are the caller's. It may be read (encoded, which
+	// takes references of its own) as is; a hook that keeps it takes a copy (owned), and
+	// releasing it does nothing.
 	borrowed bool
 	// plain: v is known to be plain (isPlain); false when unknown.
 	plain bool
@@ -89,8 +90,9 @@ func releaseHooks(hs []hook) {
 // Concurrency: mu guards every field; resolution delivery happens after unlocking.
 type promiseHook struct {
 	mu      sync.Mutex
-	done    chan struct{}
-	res     hook // set once, under mu, before done closes
+	done    chan struct{} // closed when woken; made by the first pull that waits
+	woken   bool          // queued operations are delivered: pulls may have res
+	res     hook          // set once, under mu, before woken
 	refs    int
 	queue   []queuedOp
 	settled []func() // run, in the resolving goroutine, once res is set
@@ -106,7 +108,7 @@ type queuedOp struct {
 }
 
 func newPromiseHook() *promiseHook {
-	return &promiseHook{done: make(chan struct{}), refs: 1}
+	return &promiseHook{refs: 1}
 }
 
 // resolve settles the promise with r, taking ownership of r, and delivers queued operations.
@@ -125,10 +127,16 @@ func (p *promiseHook) resolve(r hook) {
 	dead := p.refs == 0
 	p.mu.Unlock()
 	// Queued operations are delivered before waiters wake, so they start first (E-order).
-	defer close(p.done)
 	defer func() {
 		for _, f := range fns {
 			f()
+		}
+		p.mu.Lock()
+		p.woken = true
+		done := p.done
+		p.mu.Unlock()
+		if done != nil {
+			close(done)
 		}
 	}()
 	for _, op := range q {
@@ -228,18 +236,34 @@ func (p *promiseHook) dup() hook {
 }
 
 func (p *promiseHook) pull(ctx context.Context) (any, error) {
-	select {
-	case <-p.done:
-		return p.res.pull(ctx)
-	default:
+	if r, _ := p.wait(false); r != nil {
+		return r.pull(ctx)
 	}
 	yieldGate(ctx)
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+	r, done := p.wait(true)
+	if r == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		r = p.res // set before done closed
 	}
-	return p.res.pull(ctx)
+	return r.pull(ctx)
+}
+
+// wait returns the resolution once waiters may have it (woken), or else, with mk, the channel
+// that closes then, made on first need: most promises settle before anyone waits.
+func (p *promiseHook) wait(mk bool) (hook, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.woken {
+		return p.res, nil
+	}
+	if mk && p.done == nil {
+		p.done = make(chan struct{})
+	}
+	return nil, p.done
 }
 
 func (p *promiseHook) release() {

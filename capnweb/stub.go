@@ -199,8 +199,9 @@ func callRef(r *ref, path []any, args []any) *Promise {
 	if args == nil {
 		args = []any{}
 	}
-	if ih, ok := h.(*importHook); ok && !hasRefs(args) {
-		// A call on the peer encodes the arguments at once: no need to copy them first.
+	if ih, ok := h.(*importHook); ok {
+		// A call on the peer encodes the arguments at once, taking references of its own to
+		// the stubs and promises in them: no need to copy them first.
 		return newPromise(ih.call(path, &payload{v: args, borrowed: true}), nil)
 	}
 	return newPromise(h.call(path, &payload{v: dupValue(args)}), nil)

@@ -66,14 +66,19 @@ func (q *msgQueue) put(m []byte) error {
 }
 
 func (q *msgQueue) get(ctx context.Context) ([]byte, error) {
-	stop := context.AfterFunc(ctx, func() {
-		q.mu.Lock()
-		q.cond.Broadcast()
-		q.mu.Unlock()
-	})
-	defer stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if len(q.msgs) == 0 && q.closed == nil && ctx.Err() == nil {
+		// About to wait: have ctx's end wake the wait (only then, as it costs an allocation).
+		q.mu.Unlock()
+		stop := context.AfterFunc(ctx, func() {
+			q.mu.Lock()
+			q.cond.Broadcast()
+			q.mu.Unlock()
+		})
+		defer stop()
+		q.mu.Lock()
+	}
 	for len(q.msgs) == 0 && q.closed == nil && ctx.Err() == nil {
 		q.cond.Wait()
 	}

@@ -96,6 +96,19 @@ func benchInflight(b *testing.B, f func(context.Context) error) {
 
 func BenchmarkRoundTripPipe(b *testing.B) { benchSeq(b, pipeSessions(b)) }
 
+// BenchmarkChainPipe: the pipelined 10-call chain of the harness's chain/pipelined10 (each
+// add takes the previous call's promise), over capnweb.Pipe; compare with RoundTripPipe.
+func BenchmarkChainPipe(b *testing.B) {
+	cli := pipeSessions(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := addChain(ctx, cli.Main()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkRoundTripPipeParallel(b *testing.B) {
 	cli := pipeSessions(b)
 	benchInflight(b, func(ctx context.Context) error { return addOnce(ctx, cli.Main()) })
