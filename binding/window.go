@@ -3,7 +3,6 @@ package binding
 import (
 	"context"
 	"strconv"
-	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2awebcap/a2awebcap/capnweb"
@@ -14,11 +13,12 @@ import (
 // slow function still holds the stream back (docs/capnweb-binding.md, Streaming).
 //
 // Concurrency: the goroutine that owns a callWindow (the streaming method, or the push
-// subscription's goroutine) alone calls call and wait. Each call sent starts a goroutine that
-// awaits its result (awaiting sends the pull, so the results of all the calls in flight come
-// back without waiting for each other), releases the promise and then frees the call's slot;
-// wait waits for those goroutines. No lock: slots is a semaphore, and the first failure is
-// the cause of ctx.
+// subscription's goroutine) alone calls call and wait, and alone touches its fields. Each call
+// sent starts a goroutine that awaits its result (awaiting sends the pull, so the results of
+// all the calls in flight come back without waiting for each other), releases the promise,
+// cancels ctx if the call failed, and hands the result over the call's channel. The owner
+// takes the results in the order the calls were sent: a failure stops the window before any
+// call sent after the failed one is answered, whatever the order the goroutines run in.
 
 // hdrObserverWindow is the service parameter that sets the window of one call.
 const hdrObserverWindow = "A2A-Observer-Window"
@@ -26,62 +26,83 @@ const hdrObserverWindow = "A2A-Observer-Window"
 // maxObserverWindow bounds Options.ObserverWindow and the A2A-Observer-Window parameter.
 const maxObserverWindow = 256
 
-// callWindow sends calls to one function of the peer, keeping at most cap(slots) of them
+// callWindow sends calls to one function of the peer, keeping at most len(ring) of them
 // unanswered.
 type callWindow struct {
 	fn     *capnweb.Stub // not owned: the caller keeps it until wait returns
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	slots  chan struct{} // one element per call sent and not yet answered
-	wg     sync.WaitGroup
-
-	waited bool  // wait has returned
-	err    error // what wait returned
+	ring   []chan error // the unanswered calls' results, oldest at head
+	head   int
+	n      int   // unanswered calls
+	err    error // the first failure: nothing is sent after it
+	waited bool
 }
 
 // newCallWindow returns a window of size calls (at least 1) to fn. ctx ending stops it.
 func newCallWindow(ctx context.Context, fn *capnweb.Stub, size int) *callWindow {
 	wctx, cancel := context.WithCancelCause(ctx)
-	return &callWindow{fn: fn, ctx: wctx, cancel: cancel, slots: make(chan struct{}, max(size, 1))}
+	return &callWindow{fn: fn, ctx: wctx, cancel: cancel, ring: make([]chan error, max(size, 1))}
 }
 
-// call sends fn(arg) once fewer than size calls are unanswered. It returns instead the error
-// of a call that failed (or of ctx): once a call has failed nothing more is sent, and the
-// calls still unanswered are given up.
+// call sends fn(arg), first waiting for the oldest call's result when the window is full. It
+// returns instead the error of a call that failed, or of ctx: from then on nothing more is
+// sent, and the calls still unanswered are given up.
 func (w *callWindow) call(arg any) error {
-	select {
-	case w.slots <- struct{}{}:
-	case <-w.ctx.Done():
-		return context.Cause(w.ctx)
+	if w.n == len(w.ring) {
+		w.next()
 	}
-	// A failure frees its slot only after canceling ctx: checked here, no call follows it.
-	if w.ctx.Err() != nil {
-		<-w.slots
-		return context.Cause(w.ctx)
+	if w.err == nil && w.ctx.Err() != nil { // a later call failed, or ctx ended
+		w.fail(context.Cause(w.ctx))
 	}
+	if w.err != nil {
+		return w.err
+	}
+	res := make(chan error, 1)
 	p := w.fn.Invoke(arg)
-	w.wg.Add(1)
 	go func() {
-		defer w.wg.Done()
 		_, err := p.Await(w.ctx)
 		p.Release()
 		if err != nil {
-			w.cancel(err) // the first cause stays
+			w.cancel(err) // the other calls stop waiting at once
 		}
-		<-w.slots
+		res <- err
 	}()
+	w.ring[(w.head+w.n)%len(w.ring)] = res
+	w.n++
 	return nil
 }
 
-// wait waits until every call sent is answered or given up, and returns the first error (a
+// next takes the oldest unanswered call's result.
+func (w *callWindow) next() {
+	res := w.ring[w.head]
+	w.ring[w.head] = nil
+	w.head = (w.head + 1) % len(w.ring)
+	w.n--
+	if err := <-res; err != nil {
+		w.fail(err)
+	}
+}
+
+// fail stops the window; err is the first failure unless there was one.
+func (w *callWindow) fail(err error) {
+	if w.err == nil {
+		w.cancel(err)
+		w.err = context.Cause(w.ctx) // a call's goroutine may have canceled first
+	}
+}
+
+// wait waits until every call sent is answered or given up, and returns the first failure (a
 // call's, or ctx's). The window is spent; wait may be called again, and returns the same.
 func (w *callWindow) wait() error {
 	if w.waited {
 		return w.err
 	}
-	w.wg.Wait()
-	if w.ctx.Err() != nil {
-		w.err = context.Cause(w.ctx)
+	for w.n > 0 {
+		w.next()
+	}
+	if w.err == nil && w.ctx.Err() != nil {
+		w.fail(context.Cause(w.ctx))
 	}
 	w.waited = true
 	w.cancel(context.Canceled)
