@@ -72,7 +72,7 @@ func (h burstHandler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToT
 			if i == n-1 {
 				state = a2a.TaskStateCompleted
 			}
-			ev := &a2a.TaskStatusUpdateEvent{TaskID: req.ID, ContextID: "burst", Status: a2a.TaskStatus{State: state}}
+			ev := &a2a.TaskStatusUpdateEvent{TaskID: req.ID, ContextID: "burst", Status: a2a.TaskStatus{State: state}, Metadata: map[string]any{"i": i}}
 			if ctx.Err() != nil || !yield(ev, nil) {
 				return
 			}
@@ -112,6 +112,18 @@ func burstDial(t *testing.T, opts *Options, h burstHandler) *capnweb.Session {
 	return s
 }
 
+// eventIndex is the number of an event from burstHandler: the text of a {message}, the
+// metadata "i" of a {statusUpdate}.
+func eventIndex(ev map[string]any) int {
+	if u, ok := ev["statusUpdate"].(map[string]any); ok {
+		m, _ := u["metadata"].(map[string]any)
+		i, _ := m["i"].(float64)
+		return int(i)
+	}
+	i, _ := strconv.Atoi(eventText(ev))
+	return i
+}
+
 // eventText is the text of a {message} StreamResponse from burstHandler.
 func eventText(ev map[string]any) string {
 	m, _ := ev["message"].(map[string]any)
@@ -147,12 +159,16 @@ type gatedObserver struct {
 	window        int
 	running, most atomic.Int64
 	answered      atomic.Int64
-	entered       chan struct{} // a value per call started
-	gate          chan struct{} // a value lets one call return
+	entered       chan struct{}   // a value per call started
+	gates         []chan struct{} // closing gates[i] lets the call of event i return
 }
 
 func newGatedObserver(n, window int) *gatedObserver {
-	return &gatedObserver{window: window, entered: make(chan struct{}, n), gate: make(chan struct{})}
+	o := &gatedObserver{window: window, entered: make(chan struct{}, n), gates: make([]chan struct{}, n)}
+	for i := range o.gates {
+		o.gates[i] = make(chan struct{})
+	}
+	return o
 }
 
 // check is a burstHandler's before: event i must not be made before i-window answers.
@@ -164,7 +180,7 @@ func (o *gatedObserver) check(t *testing.T) func(int) {
 	}
 }
 
-func (o *gatedObserver) observe(ctx context.Context, _ map[string]any) error {
+func (o *gatedObserver) observe(ctx context.Context, ev map[string]any) error {
 	capnweb.Blocking(ctx)
 	cur := o.running.Add(1)
 	for {
@@ -175,7 +191,7 @@ func (o *gatedObserver) observe(ctx context.Context, _ map[string]any) error {
 	}
 	o.entered <- struct{}{}
 	select {
-	case <-o.gate:
+	case <-o.gates[eventIndex(ev)]:
 	case <-ctx.Done():
 	}
 	o.running.Add(-1)
@@ -183,10 +199,10 @@ func (o *gatedObserver) observe(ctx context.Context, _ map[string]any) error {
 	return nil
 }
 
-// run streams n events into the observer with per-call params, lets the first window calls
-// in, then answers one call for each new one until all are in, answers the rest, and returns
-// the most calls that ran at once.
-// done, when not nil, receives the result of the method that streams into the observer.
+// run waits for the calls of n events: it lets the first window calls in, then answers the
+// oldest call for each new one until all are in, answers the rest, and returns the most calls
+// that ran at once. done, when not nil, receives the result of the method that streams into
+// the observer, which must not settle before.
 func (o *gatedObserver) run(t *testing.T, n int, done <-chan error) int64 {
 	t.Helper()
 	enter := func(i int) {
@@ -203,11 +219,11 @@ func (o *gatedObserver) run(t *testing.T, n int, done <-chan error) int64 {
 		enter(i)
 	}
 	for i := o.window; i < n; i++ {
-		o.gate <- struct{}{}
+		close(o.gates[i-o.window]) // the server awaits the oldest call
 		enter(i)
 	}
-	for range o.window {
-		o.gate <- struct{}{}
+	for i := n - o.window; i < n; i++ {
+		close(o.gates[i])
 	}
 	if done != nil {
 		if err := <-done; err != nil {
