@@ -17,8 +17,9 @@ import (
 // sent starts a goroutine that awaits its result (awaiting sends the pull, so the results of
 // all the calls in flight come back without waiting for each other), releases the promise,
 // cancels ctx if the call failed, and hands the result over the call's channel. The owner
-// takes the results in the order the calls were sent: a failure stops the window before any
-// call sent after the failed one is answered, whatever the order the goroutines run in.
+// takes the results in the order the calls were sent, so at most size-1 calls are sent after
+// one that fails, whatever the order the goroutines run in; once ctx is canceled nothing more
+// is sent and the goroutines still awaiting give up.
 
 // hdrObserverWindow is the service parameter that sets the window of one call.
 const hdrObserverWindow = "A2A-Observer-Window"
