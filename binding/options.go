@@ -108,9 +108,9 @@ type Options struct {
 	// ObserverWindow is how many calls the capnweb binding keeps unanswered at once when it
 	// delivers a stream to an observer function or a push subscription to its callback: it
 	// sends events without waiting for the previous ones' results until that many are
-	// unanswered, then waits for one (docs/capnweb-binding.md, Streaming). 1 is strictly one
-	// call at a time. A call may choose its own with the service parameter
-	// A2A-Observer-Window. NewHTTPHandler panics if it is negative or above 256.
+	// unanswered, then waits for the oldest (docs/capnweb-binding.md, Streaming). 1 is
+	// strictly one call at a time. A call (or a connection) may choose its own with the
+	// service parameter A2A-Observer-Window. NewHTTPHandler panics if it is negative or above 256.
 	// Zero: DefaultObserverWindow (16).
 	ObserverWindow int
 

@@ -93,17 +93,17 @@ func burstTask(id a2a.TaskID) (int, bool) {
 // capnweb WebSocket session on it.
 func burstSession(t *testing.T, opts *Options, before func(int)) *capnweb.Stub {
 	t.Helper()
-	return burstDial(t, opts, burstHandler{before: before}).Main()
+	return burstDial(t, opts, "", burstHandler{before: before}).Main()
 }
 
 // burstDial serves h (its RequestHandler set to a2a-go's default) with opts and returns a
-// capnweb WebSocket session on it.
-func burstDial(t *testing.T, opts *Options, h burstHandler) *capnweb.Session {
+// capnweb WebSocket session on it, opened with the URL query query.
+func burstDial(t *testing.T, opts *Options, query string, h burstHandler) *capnweb.Session {
 	t.Helper()
 	h.RequestHandler, _ = newA2AHandler()
 	srv := httptest.NewServer(NewHTTPHandler(h, testCard(), opts))
 	t.Cleanup(srv.Close)
-	url := "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultCapnwebPath
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultCapnwebPath + query
 	s, err := capnweb.Dial(t.Context(), url, nil, nil)
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
@@ -377,6 +377,32 @@ func TestCapnwebObserverWindowInvalid(t *testing.T) {
 	}
 }
 
+// TestCapnwebObserverWindowQuery: a browser, which cannot set headers on a WebSocket, sets the
+// connection's window in the URL query; a call's parameter replaces it.
+func TestCapnwebObserverWindowQuery(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	o := newGatedObserver(n, 2)
+	main := burstDial(t, nil, "?A2A-Observer-Window=2", burstHandler{before: o.check(t)}).Main()
+	done := settled(t, main.Call("sendStreamingMessage", userMessageWire(strconv.Itoa(n)), o.observe))
+	if got := o.run(t, n, done); got != 2 {
+		t.Errorf("observer calls in flight at most %d, want 2", got)
+	}
+	bad := burstDial(t, nil, "?A2A-Observer-Window=300", burstHandler{}).Main()
+	observer := func(map[string]any) {}
+	refused := bad.Call("sendStreamingMessage", userMessageWire("3"), observer)
+	defer refused.Release()
+	_, err := refused.Await(t.Context())
+	if code, _ := a2aErr(t, err); code != -32602 {
+		t.Errorf("sendStreamingMessage on a connection with window 300 = %v, want INVALID_PARAMS", err)
+	}
+	p := bad.Call("sendStreamingMessage", userMessageWire("3"), observer, map[string]any{"A2A-Observer-Window": "3"})
+	defer p.Release()
+	if _, err := p.Await(t.Context()); err != nil {
+		t.Errorf("sendStreamingMessage with a per-call window 3 = %v", err)
+	}
+}
+
 func TestObserverWindowOption(t *testing.T) {
 	t.Parallel()
 	for _, w := range []int{-1, maxObserverWindow + 1} {
@@ -398,7 +424,7 @@ func TestCapnwebObserverWindowClosed(t *testing.T) {
 	t.Parallel()
 	const n, window = 100, 4
 	ended := make(chan struct{})
-	s := burstDial(t, &Options{ObserverWindow: window}, burstHandler{ended: func() { close(ended) }})
+	s := burstDial(t, &Options{ObserverWindow: window}, "", burstHandler{ended: func() { close(ended) }})
 	o := newGatedObserver(n, window)
 	p := s.Main().Call("sendStreamingMessage", userMessageWire(strconv.Itoa(n)), o.observe)
 	defer p.Release()
