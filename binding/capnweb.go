@@ -40,13 +40,14 @@ type capnwebBinding struct {
 	handler *capnweb.Handler
 	quotas  *quotaState // nil: no task or stream quotas
 	calls   int         // Quotas.CapnwebCalls; 0: no limit
+	window  int         // Options.ObserverWindow, defaults applied
 	caps    CapabilityStore
 	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
 	revokedIDs sync.Map
 }
 
 func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *capnwebBinding {
-	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities}
+	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities, window: o.ObserverWindow}
 	if o.Quotas != nil {
 		b.calls = o.Quotas.CapnwebCalls
 	}
@@ -68,7 +69,7 @@ func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *ca
 func (b *capnwebBinding) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Browsers cannot set headers on a WebSocket: the query may carry the same parameters.
 	q := r.URL.Query()
-	for _, k := range []string{hdrVersion, hdrExtensions} {
+	for _, k := range []string{hdrVersion, hdrExtensions, hdrObserverWindow} {
 		if r.Header.Get(k) == "" {
 			if vs := q[k]; len(vs) > 0 {
 				r.Header[http.CanonicalHeaderKey(k)] = vs
@@ -396,10 +397,15 @@ func splitObserver(observer, params any) (*capnweb.Stub, any) {
 	return nil, params
 }
 
-// deliver sends a stream's events to the observer, awaiting each call, and returns the final
-// SendMessageResponse; or, without an observer, returns {stream, handle} once the first event
-// is there, so that errors a stream opens with (task not found, a finished task) fail the call.
+// deliver sends a stream's events to the observer through a callWindow and returns the final
+// SendMessageResponse once the observer has answered every call; or, without an observer,
+// returns {stream, handle} once the first event is there, so that errors a stream opens with
+// (task not found, a finished task) fail the call.
 func (s *agentSession) deliver(ctx, cctx context.Context, open func(context.Context) iter.Seq2[a2a.Event, error], obs *capnweb.Stub, h *taskHandle) (any, error) {
+	size, err := s.observerWindow(cctx) // checked with or without an observer
+	if err != nil {
+		return nil, err
+	}
 	if s.batch {
 		if obs != nil {
 			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "an HTTP batch cannot call an observer back: stream over a WebSocket, or without an observer")
@@ -409,6 +415,8 @@ func (s *agentSession) deliver(ctx, cctx context.Context, open func(context.Cont
 	if obs == nil {
 		return s.readable(cctx, open, h)
 	}
+	win := newCallWindow(ctx, obs, size)
+	defer win.wait() // on every return: no call outlives the method
 	var last a2a.Event
 	for ev, err := range open(cctx) {
 		if err != nil {
@@ -420,12 +428,12 @@ func (s *agentSession) deliver(ctx, cctx context.Context, open func(context.Cont
 		if err != nil {
 			return nil, err
 		}
-		p := obs.Invoke(w)
-		_, err = p.Await(ctx)
-		p.Release()
-		if err != nil {
+		if err := win.call(w); err != nil {
 			return nil, err
 		}
+	}
+	if err := win.wait(); err != nil {
+		return nil, err
 	}
 	if last == nil {
 		return nil, nil
@@ -566,6 +574,10 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 		return nil, err
 	}
 	defer done()
+	size, err := s.observerWindow(cctx)
+	if err != nil {
+		return nil, err
+	}
 	// Fail now for an unknown task, rather than in the background.
 	if _, err := s.b.h.GetTask(cctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}); err != nil {
 		return nil, err
@@ -583,14 +595,16 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 		defer streamSlot.release()
 		defer cb.Release()
 		defer cancel()
-		s.push(sctx, a2a.TaskID(taskID), cb, params)
+		win := newCallWindow(sctx, cb, size)
+		s.push(sctx, a2a.TaskID(taskID), win, params)
+		_ = win.wait() // the last calls are answered before the callback is released
 	}()
 	return sub, nil
 }
 
 // push follows the task with SubscribeToTask, resuming by Last-Event-ID after each
-// interrupted state, until the task is terminal.
-func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub, params any) {
+// interrupted state, until the task is terminal or a call through win fails.
+func (s *agentSession) push(ctx context.Context, id a2a.TaskID, win *callWindow, params any) {
 	var last int64 = -1
 	base, err := serviceParams(params)
 	if err != nil {
@@ -627,10 +641,7 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, cb *capnweb.Stub
 			if err != nil {
 				return
 			}
-			p := cb.Invoke(w)
-			_, err = p.Await(ctx)
-			p.Release()
-			if err != nil {
+			if win.call(w) != nil {
 				return
 			}
 		}

@@ -29,8 +29,9 @@ const (
 //
 // card is copied, not retained: the served card is card plus the interfaces
 // this handler serves (see [Options]). NewHTTPHandler panics if card is nil
-// or an option is invalid (a BaseURL that is no absolute URL, or an
-// EmptyVersion other than "", "1.0" and "0.3"). The JSON-RPC path may equal
+// or an option is invalid (a BaseURL that is no absolute URL, an
+// EmptyVersion other than "", "1.0" and "0.3", an ObserverWindow outside
+// 0..256, a negative Quotas field). The JSON-RPC path may equal
 // the REST base path: POST to the path itself is JSON-RPC, paths below it REST.
 func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options) http.Handler {
 	if h == nil {
@@ -47,6 +48,9 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		panic(fmt.Sprintf("binding: Options.EmptyVersion %q is not \"1.0\" or \"0.3\"", o.EmptyVersion))
 	case empty == "":
 		empty = Version10
+	}
+	if o.ObserverWindow < 1 || o.ObserverWindow > maxObserverWindow {
+		panic(fmt.Sprintf("binding: Options.ObserverWindow %d is not from 0 to %d", o.ObserverWindow, maxObserverWindow))
 	}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)

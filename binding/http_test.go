@@ -416,7 +416,7 @@ func TestKeepAlive(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	got := (*Options)(nil).withDefaults()
-	want := Options{CardMaxAge: 5 * time.Minute, KeepAlive: 15 * time.Second, MaxBodyBytes: 4 << 20}
+	want := Options{CardMaxAge: 5 * time.Minute, KeepAlive: 15 * time.Second, MaxBodyBytes: 4 << 20, ObserverWindow: 16}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

@@ -17,6 +17,9 @@ const (
 	DefaultCardMaxAge   = 5 * time.Minute
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultMaxBodyBytes = 4 << 20
+	// DefaultObserverWindow is how many calls to a capnweb observer or push callback the
+	// server keeps unanswered at once (see Options.ObserverWindow).
+	DefaultObserverWindow = 16
 	// WellKnownCardPath is where the public agent card is served.
 	WellKnownCardPath = "/.well-known/agent-card.json"
 )
@@ -102,6 +105,15 @@ type Options struct {
 	// timeout). Zero: capnweb's defaults, with the batch body bounded by MaxBodyBytes.
 	Capnweb *capnweb.HandlerOptions
 
+	// ObserverWindow is how many calls the capnweb binding keeps unanswered at once when it
+	// delivers a stream to an observer function or a push subscription to its callback: it
+	// sends events without waiting for the previous ones' results until that many are
+	// unanswered, then waits for the oldest (docs/capnweb-binding.md, Streaming). 1 is
+	// strictly one call at a time. A call (or a connection) may choose its own with the
+	// service parameter A2A-Observer-Window. NewHTTPHandler panics if it is negative or above 256.
+	// Zero: DefaultObserverWindow (16).
+	ObserverWindow int
+
 	// Authenticate identifies the caller from the request's headers (for capnweb: the
 	// upgrade or batch request's, or the object passed to authenticate). It returns the
 	// principal, whose tasks the caller then sees, or an error (wrapping
@@ -186,6 +198,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxBodyBytes == 0 {
 		r.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if r.ObserverWindow == 0 {
+		r.ObserverWindow = DefaultObserverWindow
 	}
 	return r
 }

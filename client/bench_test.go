@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkStreamForms compares the binding's two stream forms on one WebSocket: the observer
-// (the server awaits our callback for each event) and the ReadableStream the transport reads
+// (the server keeps up to 16 calls to our callback unanswered) and the ReadableStream the transport reads
 // (see stream.go). Each iteration streams a burst of burst artifacts plus the task, working and
 // completed events; us/event is the delivery cost of one event.
 func BenchmarkStreamForms(b *testing.B) {

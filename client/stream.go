@@ -16,16 +16,15 @@ import (
 )
 
 // Streams. The binding offers two forms (docs/capnweb-binding.md, Streaming): an observer the
-// server calls with each event, awaiting each call, or a ReadableStream. We read the
-// ReadableStream, for latency: the server pumps its chunks under capnweb's flow-control window,
-// so events that are ready travel back to back, while the observer form costs a full round trip
-// per event (the server sends event n+1 only once our callback's return for event n reached
-// it), so each event waits for the previous one's acknowledgement. BenchmarkStreamForms
-// measures both on loopback, where the round trip is at its cheapest: the stream form delivers
-// a 53-event burst 1.5–2.3× faster per event (about 100–240 µs against 230–370 µs, server work
-// included, on a 2-CPU machine); over a real network the gap grows by one round trip per event.
-// Both forms apply backpressure (the window bounds what we buffer), and the stream form needs
-// no callback exported from our side.
+// server calls with each event, with up to a window of calls (16 by default) unanswered, or a
+// ReadableStream. We read the ReadableStream: the server pumps its chunks under capnweb's
+// flow-control window, while the observer form costs a call per event with its pull, result and
+// release messages, and our callbacks may run concurrently (a Go callback that runs over a
+// millisecond lets the next start), so we would have to put the events back in order.
+// BenchmarkStreamForms measures both on loopback: the stream form delivers a 53-event burst
+// about 2× faster per event (about 15–19 µs against 37–40 µs, server work included, on a 2-CPU
+// machine). Both forms apply backpressure (a window bounds what we buffer), and the stream form
+// needs no callback exported from our side.
 //
 // A stream runs in its consumer's goroutine: the iterator reads, decodes and yields; it starts
 // no goroutine of its own.
