@@ -38,9 +38,12 @@ type execTask struct {
 
 // execRun is one goroutine's claim on the executor role, for one runReady.
 type execRun struct {
-	s      *Session
-	owner  atomic.Bool
-	reader bool // the goroutine is the read loop: a hand-off moves the read loop too
+	s     *Session
+	owner atomic.Bool
+	// reader: the goroutine is the read loop, in a pass; a hand-off ends the pass and moves
+	// the read loop on. ownPass: the goroutine holds a pass of its own (a finisher, see
+	// runReady), which a hand-off, or the queue running dry, ends. Both under s.mu.
+	reader, ownPass bool
 
 	// For the watchdog (Session.watch): calls counts call starts and ends (odd: a call is
 	// running).
@@ -69,11 +72,14 @@ func (r *execRun) handoffLocked() {
 	if len(s.execQ) > 0 {
 		s.startExecutorLocked()
 	}
-	if r.reader {
-		s.pass.Store(false) // the pass ends here; what it queued goes out now
+	if r.reader || r.ownPass {
+		s.passes.Add(-1) // the pass ends here; what it queued goes out now
 		if len(s.out) > 0 {
 			s.kickWriterLocked()
 		}
+	}
+	r.ownPass = false
+	if r.reader {
 		s.wg.Add(1)
 		s.goLocked(s.readLoop)
 	}
@@ -143,8 +149,8 @@ func (s *Session) enqueueLocked(t execTask) {
 	s.execQ = append(s.execQ, t)
 	switch {
 	case !s.execActive:
-		if s.pass.Load() {
-			return // the read loop runs it once the message is handled (runQueued)
+		if s.passes.Load() > 0 {
+			return // the pass runs it (runQueued, runReady) or starts an executor (endPass)
 		}
 		s.startExecutorLocked()
 	case s.execBlocked != nil:
@@ -172,9 +178,15 @@ func (s *Session) executor() {
 }
 
 // runReady runs ready calls until the queue is empty, in a goroutine that has just been given the
-// executor role (execActive set). It reports whether the role was given back because the queue
-// emptied (true), or was handed off (false): then a call blocked and this goroutine finished it
-// on its own.
+// executor role (execActive set). It reports whether this goroutine is still the read loop
+// (reader) once the queue has emptied: false when a call blocked, the role was handed off,
+// and this goroutine finished the call on its own.
+//
+// A goroutine that finishes a call after a hand-off (a finisher) holds a pass while it settles
+// the call's promise, so that what the result makes ready — a pipelined call waiting on it,
+// an answer to a pull — is not handed to an executor goroutine and to the write loop, each a
+// thread wake-up away: if the role is free the finisher takes it back and runs the calls
+// itself, and at the end of its pass it sends the answers itself (endPass).
 func (s *Session) runReady(reader bool) bool {
 	r := &execRun{s: s, reader: reader}
 	r.owner.Store(true)
@@ -195,8 +207,13 @@ func (s *Session) runReady(reader bool) bool {
 			r.owner.Store(false)
 			s.execActive = false
 			s.execBlocked = nil
+			own := r.ownPass
+			r.ownPass = false
 			s.mu.Unlock()
-			return true
+			if own {
+				s.endPass()
+			}
+			return r.reader
 		}
 		t := s.execQ[0]
 		s.execQ[0] = execTask{}
@@ -219,8 +236,31 @@ func (s *Session) runReady(reader bool) bool {
 		if s.execBlocked == r {
 			s.execBlocked = nil // the call returned before anything needed the executor
 		}
+		finisher := !r.owner.Load()
+		if finisher {
+			s.passes.Add(1)
+		}
 		s.mu.Unlock()
 		t.p.resolve(resultHook(v, err, s))
+		if !finisher {
+			continue
+		}
+		s.mu.Lock()
+		if s.execActive || len(s.execQ) == 0 || s.err != nil {
+			s.mu.Unlock()
+			s.endPass()
+			return false
+		}
+		// The role is free and calls are ready (made so by this result, most likely): run
+		// them here, in the pass.
+		s.execActive = true
+		r.reader, r.ownPass = false, true
+		r.owner.Store(true)
+		s.mu.Unlock()
+		if dog != nil {
+			dog.dogRun.Store(r)
+			s.armWatchdog(dog)
+		}
 	}
 }
 

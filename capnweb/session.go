@@ -145,11 +145,13 @@ type Session struct {
 	readResumes atomic.Int32 // times the read loop resumed after idling (tests)
 	readParks   atomic.Int32 // times it parked (tests)
 	dupping     int32        // ensureResolving is dup'ing an export's hook, without mu (under mu)
-	// pass is set while the read loop handles what it has read (a pass: the messages already
-	// buffered, one after another, and the calls they make ready). Meanwhile ready calls wait for
-	// the read loop to run them (runQueued) and outbound messages wait for it to send them
-	// (endPass), with no hand-off between goroutines.
-	pass atomic.Bool
+	// passes counts the goroutines in a pass: the read loop while it handles what it has read
+	// (the messages already buffered, one after another, and the calls they make ready), and a
+	// goroutine finishing a call that was handed off (runReady). Meanwhile ready calls wait for
+	// a pass to run them (runQueued, runReady) and outbound messages wait for a pass to send them
+	// (endPass), with no hand-off between goroutines. Each pass ends with endPass, or in a
+	// hand-off (handoffLocked).
+	passes atomic.Int32
 
 	busy atomic.Pointer[busyState] // what a session uses while messages flow; nil while idle
 }
@@ -440,7 +442,9 @@ func (s *Session) readLoop() {
 			s.shutdown(typeErrorf("Incoming message exceeds maximum size of %d bytes.", s.limits.MaxMessageSize), true)
 			return
 		}
-		s.pass.Store(true)
+		if inPass == 0 {
+			s.passes.Add(1)
+		}
 		if err := s.handle(msg); err != nil {
 			s.endPass()
 			s.shutdown(err, true)
@@ -483,11 +487,11 @@ type tryBatchSender interface {
 	TrySendBatch(msgs [][]byte) (bool, error)
 }
 
-// endPass ends the read loop's pass: it sends what the pass queued, itself when the transport
-// can do that without waiting and no write is under way, else by the write loop; and it starts
-// an executor for ready calls that arrived meanwhile from elsewhere.
+// endPass ends a pass: it sends what is queued, itself when the transport can do that without
+// waiting and no write is under way, else by the write loop; and it starts an executor for
+// ready calls that arrived meanwhile from elsewhere.
 func (s *Session) endPass() {
-	s.pass.Store(false)
+	s.passes.Add(-1)
 	s.mu.Lock()
 	if !s.execActive && len(s.execQ) > 0 {
 		s.startExecutorLocked()
@@ -684,8 +688,8 @@ func (s *Session) queueLocked(msg []byte) {
 		}
 	}
 	s.out = append(s.out, msg)
-	if !s.pass.Load() {
-		s.kickWriterLocked() // else the read loop sends it when its pass ends
+	if s.passes.Load() == 0 {
+		s.kickWriterLocked() // else the pass sends it when it ends
 	}
 }
 
