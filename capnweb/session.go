@@ -112,32 +112,37 @@ type Session struct {
 	tctx      context.Context
 	tcancel   context.CancelFunc
 	closeOnce sync.Once
-	done      chan struct{}  // Done's; made on first call, guarded by mu
-	wg        sync.WaitGroup // read loop, write loop, executor, local calls, export resolvers
+	// closeTimer closes the transport closeGrace after the session ended, if the write loop
+	// has not by then; closeTransport stops it (a batch server makes thousands of sessions a
+	// second, and each waiting timer slows every timer operation in the process). Under mu.
+	closeTimer *time.Timer
+	done       chan struct{}  // Done's; made on first call, guarded by mu
+	wg         sync.WaitGroup // read loop, write loop, executor, local calls, export resolvers
 
 	sendMu sync.Mutex
 
-	mu           sync.Mutex
-	cond         sync.Cond // on mu; signals: queue has messages, queue drained, pulls settled
-	exports      map[int64]*exportEntry
-	imports      map[int64]*importEntry
-	nextExportID int64 // next negative ID we choose
-	nextPushID   int64 // ID of the next push the peer sends us
-	nextImportID int64 // ID of our next push
-	out          [][]byte
-	writing      bool          // the write loop is sending a batch
-	writerActive bool          // a write loop goroutine exists
-	writerIdle   bool          // it is lingering, waiting for messages
-	closing      bool          // (the bools together: an idle session's size matters)
-	ended        bool          // shutdown has finished: Done is closed
-	execActive   bool          // a goroutine (the read loop or an executor) owns execQ
-	writeWake    chan struct{} // wakes the lingering writer; nil while there is none
-	err          error         // why the session ended; set once
-	pulling      int
-	running      int
-	execQ        []execTask         // ready local calls, in order (exec.go)
-	execBlocked  *execRun           // the executor, when its call is blocking (Blocking): hand off on the next call
-	targets      map[any]*targetRef // nil until a Disposer is exported
+	mu              sync.Mutex
+	cond            sync.Cond // on mu; signals: queue has messages, queue drained, pulls settled
+	exports         map[int64]*exportEntry
+	imports         map[int64]*importEntry
+	nextExportID    int64 // next negative ID we choose
+	nextPushID      int64 // ID of the next push the peer sends us
+	nextImportID    int64 // ID of our next push
+	out             [][]byte
+	writing         bool          // the write loop is sending a batch
+	writerActive    bool          // a write loop goroutine exists
+	writerIdle      bool          // it is lingering, waiting for messages
+	closing         bool          // (the bools together: an idle session's size matters)
+	ended           bool          // shutdown has finished: Done is closed
+	execActive      bool          // a goroutine (the read loop or an executor) owns execQ
+	transportClosed bool          // closeTransport has run
+	writeWake       chan struct{} // wakes the lingering writer; nil while there is none
+	err             error         // why the session ended; set once
+	pulling         int
+	running         int
+	execQ           []execTask         // ready local calls, in order (exec.go)
+	execBlocked     *execRun           // the executor, when its call is blocking (Blocking): hand off on the next call
+	targets         map[any]*targetRef // nil until a Disposer is exported
 
 	mainStub *Stub
 	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
@@ -535,6 +540,10 @@ func (s *Session) closeTransport() {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		reason := s.err
+		s.transportClosed = true
+		if s.closeTimer != nil {
+			s.closeTimer.Stop()
+		}
 		s.mu.Unlock()
 		if errors.Is(reason, ErrSessionClosed) {
 			reason = nil
@@ -743,7 +752,11 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 	}
 	s.cancel(err)
 	// A peer that stopped reading cannot hold the session open: the transport closes anyway.
-	time.AfterFunc(closeGrace, s.closeTransport)
+	s.mu.Lock()
+	if !s.transportClosed {
+		s.closeTimer = time.AfterFunc(closeGrace, s.closeTransport)
+	}
+	s.mu.Unlock()
 	broken := err
 	if errors.Is(err, ErrSessionClosed) {
 		broken = ErrSessionClosed

@@ -56,6 +56,7 @@ func (p *Pool) worker(f func()) {
 		case <-idle.C:
 			return
 		case <-p.done:
+			idle.Stop()
 			return
 		}
 	}
