@@ -62,6 +62,9 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 		}
 	}
 	vt := reflect.TypeOf(v)
+	if vt == t {
+		return reflect.ValueOf(v), nil // no Convert: it copies (allocates) even to the same type
+	}
 	if vt.AssignableTo(t) {
 		return reflect.ValueOf(v).Convert(t), nil
 	}

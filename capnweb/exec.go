@@ -26,6 +26,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/internal/gopool"
 )
 
 // handoffAfter: a call running this long on the executor role hands it on (see the watchdog).
@@ -138,6 +140,9 @@ const workerIdle = 20 * time.Millisecond
 // goroutine's stack, and under load both start as often as calls block. Caller holds mu.
 func (s *Session) goLocked(f func()) {
 	if b := s.busy.Load(); b != nil && !s.closing {
+		if b.workers == nil {
+			b.workers = gopool.New(workerIdle)
+		}
 		b.workers.Go(f)
 		return
 	}

@@ -167,7 +167,7 @@ type busyState struct {
 	scratch  []any          // the JSON reader's stack (read loop only)
 	strs     map[string]any // the JSON reader's string table (read loop only)
 	outSpare [][]byte       // a sent queue's slice, for the next (under mu)
-	workers  *gopool.Pool   // goroutines for read loops and executors (goLocked)
+	workers  *gopool.Pool   // goroutines for read loops and executors (goLocked); made there, under mu
 
 	dog      *time.Timer // the watchdog (exec.go), made once
 	dogOnce  sync.Once
@@ -184,7 +184,7 @@ func (s *Session) busyState() *busyState {
 	defer s.mu.Unlock()
 	b := s.busy.Load()
 	if b == nil {
-		b = &busyState{strs: map[string]any{}, workers: gopool.New(workerIdle)}
+		b = &busyState{strs: map[string]any{}}
 		s.busy.Store(b)
 	}
 	return b
@@ -201,7 +201,9 @@ func (s *Session) dropBusy() {
 	if b.dogArmed.Load() {
 		return // the timer still holds it; the next idle time drops it
 	}
-	b.workers.Close()
+	if b.workers != nil {
+		b.workers.Close()
+	}
 	s.busy.Store(nil)
 }
 
@@ -733,7 +735,7 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 	}
 	s.err = err
 	s.closing = true
-	if b := s.busy.Load(); b != nil {
+	if b := s.busy.Load(); b != nil && b.workers != nil {
 		b.workers.Close()
 	}
 	s.kickWriterLocked()

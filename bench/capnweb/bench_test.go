@@ -109,6 +109,33 @@ func BenchmarkChainPipe(b *testing.B) {
 	}
 }
 
+// BenchmarkBatch100: an HTTP batch of 100 add calls (the harness's batch100/add), client and
+// server in this process over loopback HTTP; ns/op is per batch.
+func BenchmarkBatch100(b *testing.B) {
+	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, nil)
+	ts := httptest.NewServer(h)
+	b.Cleanup(func() { h.Close(); ts.Close() })
+	opts := &capnweb.DialOptions{HTTPClient: ts.Client()}
+	ctx := context.Background()
+	ps := make([]*capnweb.Promise, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		bs := capnweb.NewBatchSession(ts.URL, nil, opts)
+		main := bs.Main()
+		for i := range ps {
+			ps[i] = main.Call("add", i, 1)
+		}
+		for i, p := range ps {
+			v, err := p.Await(ctx)
+			p.Release()
+			if err != nil || v != float64(i+1) {
+				b.Fatalf("add %d: %v, %v", i, v, err)
+			}
+		}
+		bs.Close()
+	}
+}
+
 func BenchmarkRoundTripPipeParallel(b *testing.B) {
 	cli := pipeSessions(b)
 	benchInflight(b, func(ctx context.Context) error { return addOnce(ctx, cli.Main()) })
