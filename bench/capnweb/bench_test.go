@@ -7,6 +7,8 @@ package main
 // RoundTrip*: one add(1,2) call and await, over capnweb.Pipe, over a loopback WebSocket
 // (capnweb.NewHandler + capnweb.Dial), and the raw coder/websocket push/pull/echo floor.
 // The Parallel variants keep 16 calls in flight on the one session.
+// ChainPipe: the pipelined 10-call chain (chain/pipelined10) over capnweb.Pipe.
+// Batch100: an HTTP batch of 100 add calls (batch100/add) over loopback HTTP.
 // EncodeCall / ServerHandle / DecodeValue: the codec paths of a typical call message, isolated
 // from the network (the codec itself is unexported, so these go through the public API).
 
