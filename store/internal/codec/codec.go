@@ -99,8 +99,12 @@ func EncodeTask(t *a2a.Task) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeTask reads the stored form of a task.
+// DecodeTask reads the stored form of a task: what json.Unmarshal gives, read by hand where
+// the bytes are what EncodeTask writes (decode.go), by json.Unmarshal otherwise.
 func DecodeTask(b []byte) (*a2a.Task, error) {
+	if t, ok := decodeTask(b); ok {
+		return t, nil
+	}
 	var t a2a.Task
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("decode task: %w", err)
