@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
@@ -409,74 +408,18 @@ func (r *jsonReader) string() (string, error) {
 			r.pos++
 			continue
 		}
-		r.pos++
-		if r.pos >= len(r.data) {
-			break
-		}
-		e := r.data[r.pos]
-		r.pos++
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r1, ok := r.hex4()
-			if !ok {
-				return "", r.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r1) {
-				// A high surrogate followed by an escaped low surrogate forms one rune; a lone
-				// surrogate becomes U+FFFD, as a JS string round-trips through UTF-8.
-				save := r.pos
-				if r.pos+1 < len(r.data) && r.data[r.pos] == '\\' && r.data[r.pos+1] == 'u' {
-					r.pos += 2
-					if r2, ok := r.hex4(); ok {
-						if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
-							buf = utf8.AppendRune(buf, dec)
-							continue
-						}
-					}
-				}
-				r.pos = save
-				r1 = utf8.RuneError
-			}
-			buf = utf8.AppendRune(buf, r1)
+		var err error
+		buf, r.pos, err = jsonstr.AppendUnescaped(buf, r.data, r.pos)
+		switch err {
+		case nil:
+		case jsonstr.ErrTruncated:
+			r.pos = len(r.data)
+			return "", r.errorf("unterminated string")
 		default:
-			return "", r.errorf("invalid escape")
+			return "", r.errorf("%v", err)
 		}
 	}
 	return "", r.errorf("unterminated string")
-}
-
-func (r *jsonReader) hex4() (rune, bool) {
-	if len(r.data)-r.pos < 4 {
-		return 0, false
-	}
-	var v rune
-	for _, c := range r.data[r.pos : r.pos+4] {
-		v <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			v |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			v |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			v |= rune(c-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	r.pos += 4
-	return v, true
 }
 
 // appendJSONString appends s as a JSON string, as JSON.stringify does (see jsonstr.AppendJS).

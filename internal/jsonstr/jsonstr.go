@@ -1,6 +1,7 @@
 // Package jsonstr appends Go strings as JSON string literals, in the two dialects the module
 // writes: as JavaScript's JSON.stringify does (the capnweb wire) and as encoding/json does (the
-// stores, whose bytes must match json.Marshal's).
+// stores, whose bytes must match json.Marshal's); and reads escape sequences back
+// (AppendUnescaped), for the module's two hand-written JSON readers.
 package jsonstr
 
 import "unicode/utf8"

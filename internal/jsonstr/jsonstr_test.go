@@ -34,3 +34,39 @@ func TestAppendJS(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendUnescaped checks escape sequences against encoding/json's reading of the same
+// string literal.
+func TestAppendUnescaped(t *testing.T) {
+	for _, esc := range []string{
+		`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u0041`, `\u00e9`, `\u20AC`,
+		`\ud83d\ude00`, // a pair
+		`\ud83d`, `\ude00`, `\ud83dx`, `\ud83d\u0041`, `\ude00\ud83d`, `\ud83d\ud83d\ude00`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+esc+`"`), &want); err != nil {
+			t.Fatalf("%s: %v", esc, err)
+		}
+		data := []byte(esc)
+		var got []byte
+		for i := 0; i < len(data); {
+			if data[i] != '\\' {
+				got = append(got, data[i])
+				i++
+				continue
+			}
+			var err error
+			if got, i, err = AppendUnescaped(got, data, i); err != nil {
+				t.Fatalf("%s: %v", esc, err)
+			}
+		}
+		if string(got) != want {
+			t.Errorf("%s: got %q, want %q", esc, got, want)
+		}
+	}
+	for esc, want := range map[string]error{`\`: ErrTruncated, `\x`: ErrBadEscape, `\'`: ErrBadEscape, `\u12`: ErrBadUnicode, `\u12G4`: ErrBadUnicode} {
+		if _, _, err := AppendUnescaped(nil, []byte(esc), 0); err != want {
+			t.Errorf("%s: error %v, want %v", esc, err, want)
+		}
+	}
+}

@@ -14,11 +14,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"time"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
 )
 
 // maxFreeDepth bounds the nesting of a free-form value the fast path hands to json.Unmarshal,
@@ -465,47 +464,8 @@ func (d *decoder) unescape(start int) ([]byte, bool) {
 			d.i++
 			return buf, true
 		case c == '\\':
-			if d.i+1 >= len(d.b) {
-				return nil, false
-			}
-			e := d.b[d.i+1]
-			d.i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r := d.hex4()
-				if r < 0 {
-					return nil, false
-				}
-				if utf16.IsSurrogate(r) {
-					if d.i+1 < len(d.b) && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
-						save := d.i
-						d.i += 2
-						r2 := d.hex4()
-						if r2 < 0 {
-							return nil, false
-						}
-						if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
-							buf = utf8.AppendRune(buf, dec)
-							continue
-						}
-						d.i = save // not a pair: the second escape is read on its own
-					}
-					r = unicode.ReplacementChar
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
+			var err error
+			if buf, d.i, err = jsonstr.AppendUnescaped(buf, d.b, d.i); err != nil {
 				return nil, false
 			}
 		case c < 0x20:
@@ -523,29 +483,6 @@ func (d *decoder) unescape(start int) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-// hex4 reads the 4 hex digits of a \u escape; -1 if they are not there.
-func (d *decoder) hex4() rune {
-	if d.i+4 > len(d.b) {
-		return -1
-	}
-	var r rune
-	for _, c := range d.b[d.i : d.i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	d.i += 4
-	return r
 }
 
 // null reads null if it is next.

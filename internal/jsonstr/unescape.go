@@ -1,0 +1,81 @@
+package jsonstr
+
+import (
+	"errors"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Errors of AppendUnescaped.
+var (
+	ErrTruncated  = errors.New("escape at the end of the input")
+	ErrBadEscape  = errors.New("invalid escape")
+	ErrBadUnicode = errors.New(`invalid \u escape`)
+)
+
+// AppendUnescaped appends the character the escape sequence at data[i] (a backslash) stands
+// for, as JSON.parse and encoding/json read it: a \u escape of a high surrogate followed by a
+// \u escape of a low one is one character, and any other surrogate becomes U+FFFD. It returns
+// the index after the sequence.
+func AppendUnescaped(buf, data []byte, i int) ([]byte, int, error) {
+	if i+1 >= len(data) {
+		return buf, i, ErrTruncated
+	}
+	e := data[i+1]
+	i += 2
+	switch e {
+	case '"', '\\', '/':
+		return append(buf, e), i, nil
+	case 'b':
+		return append(buf, '\b'), i, nil
+	case 'f':
+		return append(buf, '\f'), i, nil
+	case 'n':
+		return append(buf, '\n'), i, nil
+	case 'r':
+		return append(buf, '\r'), i, nil
+	case 't':
+		return append(buf, '\t'), i, nil
+	case 'u':
+	default:
+		return buf, i, ErrBadEscape
+	}
+	r, ok := hex4(data, i)
+	if !ok {
+		return buf, i, ErrBadUnicode
+	}
+	i += 4
+	if utf16.IsSurrogate(r) {
+		if i+1 < len(data) && data[i] == '\\' && data[i+1] == 'u' {
+			if r2, ok := hex4(data, i+2); ok {
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					return utf8.AppendRune(buf, dec), i + 6, nil
+				}
+			}
+		}
+		r = utf8.RuneError // not a pair: the next escape is read on its own
+	}
+	return utf8.AppendRune(buf, r), i, nil
+}
+
+// hex4 reads the four hex digits at data[i:].
+func hex4(data []byte, i int) (rune, bool) {
+	if len(data)-i < 4 {
+		return 0, false
+	}
+	var v rune
+	for _, c := range data[i : i+4] {
+		v <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			v |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			v |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			v |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
