@@ -6,7 +6,7 @@ package capnweb
 // for a call with promise arguments, when those resolved. Ready calls wait in execQ, and one
 // goroutine at a time holds the executor role and runs them one after another, so fast calls run
 // strictly in order with no goroutine per call. Usually that goroutine is the read loop itself:
-// after each message it runs the calls the message made ready (runReady), the way an event loop
+// after each message it runs the calls the message made ready (runQueued), the way an event loop
 // does, so a call costs no hand-off between goroutines. A call that became ready elsewhere (a
 // promise argument settled, say) starts an executor goroutine, which exits when the queue is
 // empty.
@@ -38,13 +38,13 @@ type execTask struct {
 	p    *promiseHook
 }
 
-// execRun is one goroutine's claim on the executor role, for one runReady.
+// execRun is one goroutine's claim on the executor role, for one runReadyLocked.
 type execRun struct {
 	s     *Session
 	owner atomic.Bool
 	// reader: the goroutine is the read loop, in a pass; a hand-off ends the pass and moves
 	// the read loop on. ownPass: the goroutine holds a pass of its own (a finisher, see
-	// runReady), which a hand-off, or the queue running dry, ends. Both under s.mu.
+	// runReadyLocked), which a hand-off, or the queue running dry, ends. Both under s.mu.
 	reader, ownPass bool
 
 	// For the watchdog (Session.watch): calls counts call starts and ends (odd: a call is
@@ -155,7 +155,7 @@ func (s *Session) enqueueLocked(t execTask) {
 	switch {
 	case !s.execActive:
 		if s.passes.Load() > 0 {
-			return // the pass runs it (runQueued, runReady) or starts an executor (endPass)
+			return // the pass runs it (runQueued, runReadyLocked) or starts an executor (endPass)
 		}
 		s.startExecutorLocked()
 	case s.execBlocked != nil:
@@ -173,17 +173,18 @@ func (s *Session) runQueued() bool {
 		return true
 	}
 	s.execActive = true
-	s.mu.Unlock()
-	return s.runReady(true)
+	return s.runReadyLocked(true)
 }
 
 func (s *Session) executor() {
 	defer s.wg.Done()
-	s.runReady(false)
+	s.mu.Lock()
+	s.runReadyLocked(false)
 }
 
-// runReady runs ready calls until the queue is empty, in a goroutine that has just been given the
-// executor role (execActive set). It reports whether this goroutine is still the read loop
+// runReadyLocked runs ready calls until the queue is empty, in a goroutine that has just been
+// given the executor role (execActive set); it is called with s.mu held, and returns with it
+// released. It reports whether this goroutine is still the read loop
 // (reader) once the queue has emptied: false when a call blocked, the role was handed off,
 // and this goroutine finished the call on its own.
 //
@@ -192,7 +193,7 @@ func (s *Session) executor() {
 // an answer to a pull — is not handed to an executor goroutine and to the write loop, each a
 // thread wake-up away: if the role is free the finisher takes it back and runs the calls
 // itself, and at the end of its pass it sends the answers itself (endPass).
-func (s *Session) runReady(reader bool) bool {
+func (s *Session) runReadyLocked(reader bool) bool {
 	r := &execRun{s: s, reader: reader}
 	r.owner.Store(true)
 	ctx := context.WithValue(s.ctx, execRunKey{}, r)
@@ -203,7 +204,6 @@ func (s *Session) runReady(reader bool) bool {
 		}
 	}()
 	for {
-		s.mu.Lock()
 		if !r.owner.Load() {
 			s.mu.Unlock()
 			return false
@@ -247,10 +247,10 @@ func (s *Session) runReady(reader bool) bool {
 		}
 		s.mu.Unlock()
 		t.p.resolve(resultHook(v, err, s))
+		s.mu.Lock()
 		if !finisher {
 			continue
 		}
-		s.mu.Lock()
 		if s.execActive || len(s.execQ) == 0 || s.err != nil {
 			s.mu.Unlock()
 			s.endPass()
@@ -261,7 +261,6 @@ func (s *Session) runReady(reader bool) bool {
 		s.execActive = true
 		r.reader, r.ownPass = false, true
 		r.owner.Store(true)
-		s.mu.Unlock()
 		if dog != nil {
 			dog.dogRun.Store(r)
 			s.armWatchdog(dog)

@@ -152,8 +152,8 @@ type Session struct {
 	dupping     int32        // ensureResolving is dup'ing an export's hook, without mu (under mu)
 	// passes counts the goroutines in a pass: the read loop while it handles what it has read
 	// (the messages already buffered, one after another, and the calls they make ready), and a
-	// goroutine finishing a call that was handed off (runReady). Meanwhile ready calls wait for
-	// a pass to run them (runQueued, runReady) and outbound messages wait for a pass to send them
+	// goroutine finishing a call that was handed off (runReadyLocked). Meanwhile ready calls wait for
+	// a pass to run them (runQueued, runReadyLocked) and outbound messages wait for a pass to send them
 	// (endPass), with no hand-off between goroutines. Each pass ends with endPass, or in a
 	// hand-off (handoffLocked).
 	passes atomic.Int32
