@@ -71,6 +71,17 @@ func hasRefs(v any) bool {
 	})
 }
 
+// hasStreams reports whether v holds streams.
+func hasStreams(v any) bool {
+	return anyLeaf(v, func(e any) bool {
+		switch e.(type) {
+		case *ReadableStream, *WritableStream:
+			return true
+		}
+		return false
+	})
+}
+
 // anyLeaf reports whether pred holds for some value in v that is not a container.
 func anyLeaf(v any, pred func(any) bool) bool {
 	switch x := v.(type) {
