@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,11 +143,15 @@ func (e *encoder) raw(v any, depth int) error {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+	return appendSortedKeys(make([]string, 0, len(m)), m)
+}
+
+// appendSortedKeys appends m's keys to keys, sorted.
+func appendSortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
@@ -408,8 +413,9 @@ func (e *encoder) value(v any, depth int) error {
 		}
 		e.b = append(e.b, ']')
 	case map[string]any:
+		var buf [8]string // the keys of a small object sort without an allocation
 		e.b = append(e.b, '{')
-		for i, k := range sortedKeys(x) {
+		for i, k := range appendSortedKeys(buf[:0], x) {
 			if i > 0 {
 				e.b = append(e.b, ',')
 			}

@@ -1007,7 +1007,7 @@ func (s *Session) sendResolution(id int64, v any, err error) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	if err == nil {
-		enc := encoder{s: s}
+		enc := encoder{s: s, b: make([]byte, 0, 64)} // room for a small result: no regrowth
 		enc.b = append(enc.b, `["resolve",`...)
 		enc.b = strconv.AppendInt(enc.b, id, 10)
 		enc.b = append(enc.b, ',')
@@ -1090,7 +1090,7 @@ func (s *Session) releaseImportLocked(e *importEntry) {
 		delete(s.imports, e.id)
 	}
 	if e.remoteRefs > 0 {
-		msg := []byte(`["release",`)
+		msg := append(make([]byte, 0, 32), `["release",`...) // no regrowth for the numbers
 		msg = strconv.AppendInt(msg, e.id, 10)
 		msg = append(msg, ',')
 		msg = strconv.AppendInt(msg, int64(e.remoteRefs), 10)
@@ -1146,7 +1146,7 @@ func (h *importHook) pull(ctx context.Context) (any, error) {
 		}
 		if !e.pulled && !e.gone {
 			e.pulled = true
-			msg := []byte(`["pull",`)
+			msg := append(make([]byte, 0, 24), `["pull",`...) // no regrowth for the number
 			msg = strconv.AppendInt(msg, e.id, 10)
 			msg = append(msg, ']')
 			s.queueLocked(msg)
@@ -1212,7 +1212,7 @@ func (s *Session) sendCall(e *importEntry, path []any, args *payload) hook {
 		return r.call(path, args.owned())
 	}
 	s.sendMu.Lock()
-	enc := encoder{s: s}
+	enc := encoder{s: s, b: make([]byte, 0, 128)} // room for a typical call: no regrowth
 	enc.b = append(enc.b, `["push",["pipeline",`...)
 	enc.b = strconv.AppendInt(enc.b, e.id, 10)
 	enc.b = append(enc.b, ',')
