@@ -31,6 +31,7 @@ type encoder struct {
 	exports  []int64
 	promises []int64 // promise exports, to start resolving once the message is queued
 	refs     []*importEntry
+	streams  bool // a stream was written (readable, writable)
 }
 
 // doneLocked frees the import entries reserved while encoding. Caller holds s.mu.

@@ -1223,6 +1223,11 @@ func (s *Session) sendCall(e *importEntry, path []any, args *payload) hook {
 		list, _ := args.v.([]any)
 		err = enc.array(list, 0)
 		args.release()
+		if args.borrowed && (enc.streams || err != nil) {
+			// The call hands its streams over, as when its arguments were the call's own
+			// (released above): the caller's stubs and promises stay the caller's.
+			releaseStreams(args.v)
+		}
 	}
 	enc.b = append(enc.b, "]]"...)
 	h := s.finishPush(e, &enc, err, false)

@@ -317,6 +317,7 @@ func (w *pipeWriter) release() {
 // readable writes ["readable", id] for a local stream: it opens a pipe on the peer and starts
 // pumping the stream into it once the message is queued.
 func (e *encoder) readable(rs *ReadableStream) error {
+	e.streams = true
 	if err := e.needSession("ReadableStream"); err != nil {
 		return err
 	}
@@ -531,6 +532,7 @@ func streamCall(h hook, method string, args []any) (hook, int) {
 
 // writable writes ["writable", id] for a local WritableStream.
 func (e *encoder) writable(w *WritableStream) error {
+	e.streams = true
 	if w.sink == nil {
 		if w.remote != nil {
 			return e.hookValue(w.remote, nil, false, 0)

@@ -199,10 +199,10 @@ func callRef(r *ref, path []any, args []any) *Promise {
 	if args == nil {
 		args = []any{}
 	}
-	if ih, ok := h.(*importHook); ok && !hasStreams(args) {
+	if ih, ok := h.(*importHook); ok {
 		// A call on the peer encodes the arguments at once, taking references of its own to
 		// the stubs and promises in them: no need to copy them first. (Streams are handed
-		// over by the call, so those go the owned way, which releases them after sending.)
+		// over by the call: sendCall releases those.)
 		return newPromise(ih.call(path, &payload{v: args, borrowed: true}), nil)
 	}
 	return newPromise(h.call(path, &payload{v: dupValue(args)}), nil)

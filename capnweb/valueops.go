@@ -71,14 +71,15 @@ func hasRefs(v any) bool {
 	})
 }
 
-// hasStreams reports whether v holds streams.
-func hasStreams(v any) bool {
-	return anyLeaf(v, func(e any) bool {
-		switch e.(type) {
-		case *ReadableStream, *WritableStream:
-			return true
+// releaseStreams releases the streams in v, as releaseValue does, and nothing else.
+func releaseStreams(v any) {
+	eachLeaf(v, func(e any) {
+		switch x := e.(type) {
+		case *ReadableStream:
+			x.releaseUnread()
+		case *WritableStream:
+			x.release()
 		}
-		return false
 	})
 }
 
