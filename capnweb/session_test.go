@@ -589,3 +589,58 @@ func TestCallArgumentsStayTheCallers(t *testing.T) {
 		t.Errorf("a local call changed the caller's argument: %v", arg)
 	}
 }
+
+// slowAdder's Slow blocks (after saying so) until its gate opens; Add does not.
+type slowAdder struct {
+	capnweb.Target
+	gate chan struct{}
+}
+
+func (s *slowAdder) Slow(ctx context.Context, n float64) float64 {
+	capnweb.Blocking(ctx)
+	<-s.gate
+	return n
+}
+
+func (s *slowAdder) Add(a, b float64) float64 { return a + b }
+
+// TestDependentsOfBlockedCalls checks the calls pipelined on calls that blocked: many blocked
+// calls return at once, each goroutine finishing one tries to run what its result made ready
+// (and to send the answers), while the read loop goes on with calls of its own. Every result
+// must arrive, right, and the tables must empty.
+func TestDependentsOfBlockedCalls(t *testing.T) {
+	t.Parallel()
+	a, b := capnweb.Pipe()
+	gate := make(chan struct{})
+	srv := capnweb.NewSession(a, &slowAdder{gate: gate}, nil)
+	client := capnweb.NewSession(b, nil, nil)
+	defer srv.Close()
+	defer client.Close()
+	const n = 50
+	var ends, fast []*capnweb.Promise
+	for i := range n {
+		p := client.Main().Call("slow", i)
+		q := client.Main().Call("add", p, 1)
+		ends = append(ends, client.Main().Call("add", q, 1))
+		p.Release()
+		q.Release()
+	}
+	for i := range n {
+		fast = append(fast, client.Main().Call("add", i, 0))
+	}
+	for i, p := range fast { // not held up by the blocked calls
+		if v := capnwebtest.Await[float64](t, p); v != float64(i) {
+			t.Errorf("add(%d, 0) = %v", i, v)
+		}
+		p.Release()
+	}
+	close(gate)
+	for i, p := range ends {
+		if v := capnwebtest.Await[float64](t, p); v != float64(i+2) {
+			t.Errorf("chain %d = %v, want %d", i, v, i+2)
+		}
+		p.Release()
+	}
+	checkClean(t, srv)
+	checkClean(t, client)
+}
