@@ -93,7 +93,8 @@ func (r *execRun) handoffLocked() {
 // return, as they do when it awaits a promise or reads a stream. Calls still start in the order
 // they arrived; only their completions interleave. Without it, a blocked call holds up the
 // calls behind it for one to two milliseconds. Call it from the method itself, while it runs; it
-// does nothing after the first time, or outside a method call.
+// does nothing after the first time, or with a context that is not a method call's. (Called
+// with a method's context after that method returned, it may hand on a later call.)
 //
 // On an executor goroutine the hand-off is lazy: it happens when the next call arrives (or at
 // once if one is waiting), so a call that blocks while nothing else is queued keeps the
@@ -166,25 +167,44 @@ func (s *Session) enqueueLocked(t execTask) {
 // runQueued is called by the read loop after each message: it runs the calls that are ready
 // when no goroutine holds the executor role. It reports whether this goroutine is still the
 // read loop (false: a call blocked, and the read loop went on in a new goroutine).
-func (s *Session) runQueued() bool {
+//
+// rc is the read loop's claim, reused from one message to the next while it stays the read
+// loop (a new one is made when nil).
+func (s *Session) runQueued(rc *readerClaim) bool {
 	s.mu.Lock()
 	if s.execActive || len(s.execQ) == 0 {
 		s.mu.Unlock()
 		return true
 	}
 	s.execActive = true
-	return s.runReadyLocked(true)
+	if rc.r == nil {
+		rc.r = &execRun{s: s}
+		rc.ctx = context.WithValue(s.ctx, execRunKey{}, rc.r)
+	}
+	rc.r.reader = true
+	if !s.runReadyLocked(rc.r, rc.ctx) {
+		rc.r, rc.ctx = nil, nil // handed off: the goroutine is no longer the read loop
+		return false
+	}
+	return true
+}
+
+// readerClaim is the read loop's execRun and the context that carries it.
+type readerClaim struct {
+	r   *execRun
+	ctx context.Context
 }
 
 func (s *Session) executor() {
 	defer s.wg.Done()
+	r := &execRun{s: s}
 	s.mu.Lock()
-	s.runReadyLocked(false)
+	s.runReadyLocked(r, context.WithValue(s.ctx, execRunKey{}, r))
 }
 
 // runReadyLocked runs ready calls until the queue is empty, in a goroutine that has just been
-// given the executor role (execActive set); it is called with s.mu held, and returns with it
-// released. It reports whether this goroutine is still the read loop
+// given the executor role (execActive set), as r, whose context is ctx; it is called with s.mu
+// held, and returns with it released. It reports whether this goroutine is still the read loop
 // (reader) once the queue has emptied: false when a call blocked, the role was handed off,
 // and this goroutine finished the call on its own.
 //
@@ -193,10 +213,8 @@ func (s *Session) executor() {
 // an answer to a pull — is not handed to an executor goroutine and to the write loop, each a
 // thread wake-up away: if the role is free the finisher takes it back and runs the calls
 // itself, and at the end of its pass it sends the answers itself (endPass).
-func (s *Session) runReadyLocked(reader bool) bool {
-	r := &execRun{s: s, reader: reader}
+func (s *Session) runReadyLocked(r *execRun, ctx context.Context) bool {
 	r.owner.Store(true)
-	ctx := context.WithValue(s.ctx, execRunKey{}, r)
 	var dog *busyState // set when the watchdog watches r
 	defer func() {
 		if dog != nil {

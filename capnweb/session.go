@@ -415,6 +415,7 @@ func (s *Session) idle() {
 func (s *Session) readLoop() {
 	restart := false
 	inPass := 0 // messages handled in this pass
+	var claim readerClaim
 	defer func() {
 		s.wg.Done()
 		if !restart && s.onEnd != nil {
@@ -461,7 +462,7 @@ func (s *Session) readLoop() {
 			s.endPass()
 			return
 		}
-		if !s.runQueued() {
+		if !s.runQueued(&claim) {
 			restart = true // a call blocked: the read loop went on in another goroutine
 			return
 		}
