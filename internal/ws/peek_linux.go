@@ -22,23 +22,6 @@ func peek(fd uintptr) (bool, error) {
 	}
 }
 
-// readNow reads what the socket fd holds into p, without waiting: errWouldBlock when it holds
-// nothing.
-func readNow(fd uintptr, p []byte) (int, error) {
-	for {
-		n, err := syscall.Read(int(fd), p)
-		switch err {
-		case nil:
-			return n, nil
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return 0, errWouldBlock
-		}
-		return 0, err
-	}
-}
-
 // writeNow writes what the socket fd takes of b, without waiting.
 func writeNow(fd uintptr, b []byte) (int, error) {
 	n := 0

@@ -6,6 +6,4 @@ const canPeek = false
 
 func peek(uintptr) (bool, error) { return true, nil }
 
-func readNow(uintptr, []byte) (int, error) { return 0, errWouldBlock }
-
 func writeNow(uintptr, []byte) (int, error) { return 0, nil }

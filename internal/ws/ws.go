@@ -119,10 +119,6 @@ type Conn struct {
 
 	rmu sync.Mutex      // held by the reader for the length of ReadMessage
 	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
-	// src is what a pooled c.br reads from (brOwn): the connection, or, for one fill in
-	// idleWait, the socket without waiting.
-	src   connSource
-	brOwn bool
 
 	parkTok  uint64 // the connection's token in the parker while parked; guarded by its mu
 	parkWake func() // what to run when it wakes; nil when not parked
@@ -142,7 +138,6 @@ type Conn struct {
 
 func newConn(rwc io.ReadWriteCloser, br *bufio.Reader, client bool) *Conn {
 	c := &Conn{rwc: rwc, br: br, client: client}
-	c.src.c = c
 	if sc, ok := rwc.(syscall.Conn); ok && canPeek {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
@@ -162,21 +157,6 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, rea
 // the read buffer back when it holds nothing, waits until the socket is readable, then takes a
 // buffer again: an idle connection holds no read buffer.
 func (c *Conn) idleWait() error {
-	empty := false // the socket was just found empty
-	if c.raw != nil && c.brOwn && c.br.Buffered() == 0 {
-		// Under load the next message is usually there already: read it without waiting, and
-		// give the buffer back to wait on the socket only when there is nothing.
-		c.src.nonblock = true
-		_, err := c.br.Peek(1)
-		c.src.nonblock = false
-		if err == nil {
-			return nil
-		}
-		if err != errWouldBlock {
-			return c.readErr(err)
-		}
-		empty = true
-	}
 	if !c.releaseIfEmpty() {
 		return nil
 	}
@@ -185,7 +165,7 @@ func (c *Conn) idleWait() error {
 	if timed {
 		nc.SetReadDeadline(time.Now().Add(c.IdleAfter))
 	}
-	err := c.waitSocket(empty)
+	err := c.waitSocket()
 	if timed {
 		nc.SetReadDeadline(time.Time{})
 	}
@@ -206,7 +186,7 @@ func (c *Conn) WaitReadable() {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if c.releaseIfEmpty() {
-		_ = c.waitSocket(false) // an error is ReadMessage's to report
+		_ = c.waitSocket() // an error is ReadMessage's to report
 	}
 }
 
@@ -243,15 +223,9 @@ func (c *Conn) releaseIfEmpty() bool {
 
 // waitSocket waits, without reading, until the socket has data or an end (or its read deadline
 // passes).
-//
-// empty says the socket was just found empty, so the first look can be skipped.
-func (c *Conn) waitSocket(empty bool) error {
+func (c *Conn) waitSocket() error {
 	var perr error
 	err := c.raw.Read(func(fd uintptr) bool {
-		if empty {
-			empty = false
-			return false
-		}
 		ready, err := peek(fd)
 		perr = err
 		return ready || err != nil
@@ -266,46 +240,11 @@ func (c *Conn) waitSocket(empty bool) error {
 func (c *Conn) takeReader() {
 	if c.br == nil {
 		c.br = readerPool.Get().(*bufio.Reader)
-		c.br.Reset(&c.src)
-		c.brOwn = true
+		c.br.Reset(c.rwc)
 	}
-}
-
-// connSource reads the connection for c.br; with nonblock, from the socket without waiting
-// (errWouldBlock when it holds nothing).
-type connSource struct {
-	c        *Conn
-	nonblock bool
-}
-
-// errWouldBlock: the socket holds nothing to read now.
-var errWouldBlock = errors.New("websocket: nothing to read yet")
-
-func (s *connSource) Read(p []byte) (int, error) {
-	if !s.nonblock {
-		return s.c.rwc.Read(p)
-	}
-	var n int
-	var rerr error
-	if err := s.c.raw.Read(func(fd uintptr) bool {
-		n, rerr = readNow(fd, p)
-		return true // never wait
-	}); err != nil {
-		return 0, err
-	}
-	switch {
-	case rerr == errWouldBlock:
-		return 0, rerr
-	case rerr != nil:
-		return 0, &net.OpError{Op: "read", Net: "tcp", Err: rerr}
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
 }
 
 func (c *Conn) dropReader() {
-	c.brOwn = false
 	if c.br.Size() == readBufSize {
 		c.br.Reset(nil)
 		readerPool.Put(c.br)
