@@ -353,16 +353,7 @@ func (s *Session) run(prepare func(ctx context.Context) error, body func(ctx con
 			p.resolve(errorHook{err})
 			return
 		}
-		s.mu.Lock()
-		if s.err != nil {
-			err := s.err
-			s.mu.Unlock()
-			s.callDone()
-			p.resolve(errorHook{err})
-			return
-		}
-		s.enqueueLocked(execTask{body: body, p: p})
-		s.mu.Unlock()
+		s.enqueueOrFail(execTask{body: body, p: p})
 	}()
 	return p
 }
@@ -448,17 +439,24 @@ func (a *afterCall) settled() {
 			return
 		}
 	}
+	if !s.enqueueOrFail(execTask{body: a.run, p: a.p}) {
+		a.args.release()
+	}
+}
+
+// enqueueOrFail makes a counted call ready, or, when the session has ended, settles its
+// promise with the reason and uncounts it; it reports whether the call was queued.
+func (s *Session) enqueueOrFail(t execTask) bool {
 	s.mu.Lock()
-	if s.err != nil {
-		err := s.err
+	if err := s.err; err != nil {
 		s.mu.Unlock()
 		s.callDone()
-		a.args.release()
-		a.p.resolve(errorHook{err})
-		return
+		t.p.resolve(errorHook{err})
+		return false
 	}
-	s.enqueueLocked(execTask{body: a.run, p: a.p})
+	s.enqueueLocked(t)
 	s.mu.Unlock()
+	return true
 }
 
 func (s *Session) callDone() {

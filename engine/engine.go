@@ -29,6 +29,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2awebcap/a2awebcap/internal/gopool"
 	"github.com/a2awebcap/a2awebcap/store"
 )
 
@@ -71,11 +72,11 @@ type Engine struct {
 	opts  Options
 	log   *slog.Logger
 
-	ctx    context.Context // runs derive from it; canceled by Close
-	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup // the workers (workers.go)
-	work   chan func()    // hands work to an idle worker
-	queues sync.Pool      // of chan pulled with capacity batch: the runs' queues, reused
+	ctx     context.Context // runs derive from it; canceled by Close
+	cancel  context.CancelCauseFunc
+	wg      sync.WaitGroup // the runs and pullers handed to workers (workers.go)
+	workers *gopool.Pool
+	queues  sync.Pool // of chan pulled with capacity batch: the runs' queues, reused
 
 	mu     sync.Mutex
 	tasks  map[a2a.TaskID]*taskState
@@ -90,7 +91,7 @@ var ErrClosed = errors.New("engine: closed")
 // New returns an engine running exec on st. Call Recover once at startup to settle the tasks a
 // previous process left running, and Close to stop.
 func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
-	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch, work: make(chan func())}
+	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch, workers: gopool.New(workerIdle)}
 	if opts != nil {
 		e.opts = *opts
 	}
@@ -119,6 +120,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.closed = true
 	e.mu.Unlock()
 	e.cancel(errInterrupted)
+	e.workers.Close()
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
 	select {
