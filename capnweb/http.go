@@ -154,7 +154,7 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
 	if limit <= 0 {
 		limit = int64(h.opts.Session.Limits.withDefaults().MaxMessageSize)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -219,7 +219,7 @@ func (s *Session) drain(ctx context.Context) {
 type batchServerTransport struct {
 	mu     sync.Mutex
 	in     [][]byte
-	out    [][]byte
+	out    lines // the response
 	allIn  chan struct{}
 	once   sync.Once
 	closed chan struct{}
@@ -227,10 +227,15 @@ type batchServerTransport struct {
 }
 
 func (t *batchServerTransport) Send(_ context.Context, msg []byte) error {
-	t.mu.Lock()
-	t.out = append(t.out, msg)
-	t.mu.Unlock()
+	t.sendNow(msg)
 	return nil
+}
+
+// sendNow makes the transport a directSender.
+func (t *batchServerTransport) sendNow(msg []byte) {
+	t.mu.Lock()
+	t.out.add(msg)
+	t.mu.Unlock()
 }
 
 func (t *batchServerTransport) Receive(ctx context.Context) ([]byte, error) {
@@ -256,12 +261,40 @@ func (t *batchServerTransport) Close(error) error {
 	return nil
 }
 
-// response joins the sent messages with newlines; there is no trailing newline (the JS client
-// would read an empty message after one).
+// response returns the sent messages joined by newlines.
 func (t *batchServerTransport) response() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return bytes.Join(t.out, []byte("\n"))
+	return t.out.b
+}
+
+// lines joins messages with newlines as they come, into a batch's body: there is no trailing
+// newline (the JS client would read an empty message after one).
+type lines struct {
+	b []byte
+	n int // messages added
+}
+
+func (l *lines) add(msg []byte) {
+	if l.n > 0 {
+		l.b = append(l.b, '\n')
+	} else if l.b == nil {
+		l.b = make([]byte, 0, 1024)
+	}
+	l.b = append(l.b, msg...)
+	l.n++
+}
+
+// readAll reads r to its end, into a buffer allocated once when size (a Content-Length; -1 if
+// unknown) is known and within limit.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(size) + bytes.MinRead) // room to read EOF without growing
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 // ---- WebSocket transport ----
@@ -384,7 +417,7 @@ type batchClientTransport struct {
 	s      *Session
 
 	mu     sync.Mutex
-	out    [][]byte
+	out    lines // the request
 	sent   bool
 	ready  chan struct{} // closed when the response (or failure) is in
 	in     [][]byte
@@ -394,13 +427,17 @@ type batchClientTransport struct {
 }
 
 func (t *batchClientTransport) Send(_ context.Context, msg []byte) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sent {
-		return nil // the batch has gone; the JS client drops these too
-	}
-	t.out = append(t.out, msg)
+	t.sendNow(msg)
 	return nil
+}
+
+// sendNow makes the transport a directSender.
+func (t *batchClientTransport) sendNow(msg []byte) {
+	t.mu.Lock()
+	if !t.sent { // else the batch has gone; the JS client drops these too
+		t.out.add(msg)
+	}
+	t.mu.Unlock()
 }
 
 func (t *batchClientTransport) flushBatch() {
@@ -410,8 +447,8 @@ func (t *batchClientTransport) flushBatch() {
 		return
 	}
 	t.sent = true
-	body := bytes.Join(t.out, []byte("\n"))
-	t.out = nil
+	body := t.out.b
+	t.out = lines{}
 	t.mu.Unlock()
 	go t.post(body)
 }
@@ -437,7 +474,8 @@ func (t *batchClientTransport) post(body []byte) {
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("RPC request failed: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.s.limits.MaxMessageSize)+1))
+		limit := int64(t.s.limits.MaxMessageSize) + 1
+		data, err := readAll(io.LimitReader(resp.Body, limit), resp.ContentLength, limit)
 		if err != nil {
 			return err
 		}

@@ -689,10 +689,23 @@ func (s *Session) sendAll(msgs [][]byte) error {
 	return nil
 }
 
+// directSender is a Transport whose sending only appends to a buffer, never waits and never
+// fails (the HTTP batch transports): the session hands it each message as it queues it, with no
+// queue and no write loop.
+type directSender interface {
+	sendNow(msg []byte)
+}
+
 // queueLocked appends a message to the outbound queue. Caller holds mu.
 func (s *Session) queueLocked(msg []byte) {
 	if s.err != nil {
 		return
+	}
+	if s.batch != notBatch {
+		if d, ok := s.t.(directSender); ok {
+			d.sendNow(msg)
+			return
+		}
 	}
 	if s.out == nil {
 		if b := s.busy.Load(); b != nil {
