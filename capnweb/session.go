@@ -291,7 +291,10 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 	s.exports[0] = &exportEntry{h: mainHook, refs: 1}
 	e := &importEntry{id: 0, localRefs: 1, remoteRefs: 1}
 	s.imports[0] = e
-	s.mainStub = newStub(&importHook{s: s, e: e, main: true})
+	// No cleanup for the main stub, unlike any other: the session owns it, and a cleanup's
+	// argument (the cell, whose hook leads back here) would keep the session reachable for
+	// good, and so every session that ever ran.
+	s.mainStub = &Stub{ref: ref{c: &cell{h: &importHook{s: s, e: e, main: true}}}}
 
 	if startReader {
 		s.wg.Add(1)
