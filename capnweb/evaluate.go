@@ -657,15 +657,16 @@ func (s *Session) handle(raw []byte) error {
 		return s.releaseExport(id, int(refs))
 	}
 	b := s.busyState()
-	parsed, scratch, err := parseJSONScratch(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs)
+	var top [4]any // the message's elements: every message has fewer
+	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top)
 	b.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}
 	}
-	msg, ok := parsed.([]any)
-	if !ok || len(msg) == 0 {
+	if n <= 0 {
 		return s.badMessage(raw)
 	}
+	msg := top[:n]
 	kind, _ := msg[0].(string)
 	ev := evaluator{im: s, lim: &s.limits}
 	switch kind {

@@ -491,12 +491,23 @@ func (t *batchClientTransport) post(body []byte) {
 }
 
 func (t *batchClientTransport) Receive(ctx context.Context) ([]byte, error) {
-	select {
-	case <-t.ready:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	case <-t.closed:
-		return nil, io.EOF
+	t.mu.Lock()
+	in := t.in
+	t.mu.Unlock()
+	if in == nil { // not yet read (or nothing came): wait
+		select {
+		case <-t.ready:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-t.closed:
+			return nil, io.EOF
+		}
+	} else {
+		select {
+		case <-t.closed:
+			return nil, io.EOF
+		default:
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

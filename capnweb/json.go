@@ -178,36 +178,76 @@ func (r *jsonReader) object(depth int) (any, error) {
 }
 
 func (r *jsonReader) array(depth int) (any, error) {
+	base := len(r.stack)
+	if err := r.elems(depth); err != nil {
+		return nil, err
+	}
+	a := make([]any, len(r.stack)-base)
+	copy(a, r.stack[base:])
+	r.stack = r.stack[:base]
+	return a, nil
+}
+
+// elems reads an array and leaves its elements on top of the stack.
+func (r *jsonReader) elems(depth int) error {
 	r.pos++ // '['
 	r.skipSpace()
 	if r.pos < len(r.data) && r.data[r.pos] == ']' {
 		r.pos++
-		return []any{}, nil
+		return nil
 	}
-	base := len(r.stack)
 	for {
 		v, err := r.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.stack = append(r.stack, v)
 		r.skipSpace()
 		if r.pos >= len(r.data) {
-			return nil, r.errorf("unexpected end of input")
+			return r.errorf("unexpected end of input")
 		}
 		switch r.data[r.pos] {
 		case ',':
 			r.pos++
 		case ']':
 			r.pos++
-			a := make([]any, len(r.stack)-base)
-			copy(a, r.stack[base:])
-			r.stack = r.stack[:base]
-			return a, nil
+			return nil
 		default:
-			return nil, r.errorf("expected ',' or ']'")
+			return r.errorf("expected ',' or ']'")
 		}
 	}
+}
+
+// parseMessage is parseJSONScratch for a message: a JSON array, whose elements it stores in
+// dst instead of allocating the array itself. It returns how many there are, or -1 when the
+// input is JSON but not an array of at most len(dst) elements.
+func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, dst *[4]any) (int, []any, error) {
+	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs}
+	r.skipSpace()
+	n := -1
+	var err error
+	if r.pos < len(r.data) && r.data[r.pos] == '[' {
+		if err = r.elems(0); err == nil && len(r.stack) <= len(dst) {
+			n = copy(dst[:], r.stack)
+		}
+	} else {
+		_, err = r.value(0)
+	}
+	clear(r.stack[:cap(r.stack)]) // drop references into this message
+	if cap(r.stack) > maxScratch {
+		r.stack = nil
+	}
+	if err == nil {
+		r.skipSpace()
+		if r.pos != len(r.data) {
+			err = r.errorf("unexpected data after JSON value")
+		}
+	}
+	if err != nil {
+		clear(dst[:])
+		return 0, r.stack[:0], err
+	}
+	return n, r.stack[:0], nil
 }
 
 // shortString reads a short string without escapes or control characters as an interface

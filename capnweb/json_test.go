@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -790,5 +791,56 @@ func TestParseJSONInterning(t *testing.T) {
 	}
 	if len(strs) > maxInterned {
 		t.Errorf("the string table grew to %d entries, over its bound of %d", len(strs), maxInterned)
+	}
+}
+
+// TestParseMessage checks that a message's elements read into a fixed array are what parseJSON
+// makes of it, that anything but an array of one to four elements is told apart, and that the
+// scratch stack comes back empty and cleared.
+func TestParseMessage(t *testing.T) {
+	t.Parallel()
+	inputs := []string{
+		`["push",["pipeline",0,["add"],[1,2]]]`,
+		` [ "resolve" , 1 , {"a":[1,[2]]} ] `,
+		`["abort",["error","Error","x"]]`,
+		`["a",1,2,3]`,
+		`[]`,
+		`["a",1,2,3,4]`,
+		`{"push":1}`,
+		`"push"`,
+		`[1,2`,
+		`["a"] x`,
+		`[[[[1]]]]`,
+		``,
+	}
+	for _, in := range inputs {
+		want, wantErr := parseJSON([]byte(in), 4)
+		var dst [4]any
+		stack := make([]any, 0, 8)
+		n, stack, err := parseMessage([]byte(in), 4, stack, nil, &dst)
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("parseMessage(%q) error %v, parseJSON's %v", in, err, wantErr)
+			continue
+		}
+		if len(stack) != 0 || slices.ContainsFunc(stack[:cap(stack)], func(v any) bool { return v != nil }) {
+			t.Errorf("parseMessage(%q) left the stack %v", in, stack[:cap(stack)])
+		}
+		if err != nil {
+			continue
+		}
+		arr, isArr := want.([]any)
+		if !isArr || len(arr) > len(dst) {
+			if n != -1 {
+				t.Errorf("parseMessage(%q) = %d, want -1 (not an array of at most 4)", in, n)
+			}
+			continue
+		}
+		if n != len(arr) {
+			t.Errorf("parseMessage(%q) = %d elements, want %d", in, n, len(arr))
+			continue
+		}
+		if diff := cmp.Diff(arr, dst[:n], cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("parseMessage(%q) differs from parseJSON (-want +got):\n%s", in, diff)
+		}
 	}
 }
