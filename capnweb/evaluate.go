@@ -622,7 +622,7 @@ func (s *Session) importPromise(fid float64) (hook, error) {
 	if len(s.imports) >= s.limits.MaxImports {
 		return nil, protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
 	}
-	e := &importEntry{id: id, remoteRefs: 1, promise: true, pulled: true, done: make(chan struct{})}
+	e := &importEntry{id: id, remoteRefs: 1, promise: true, pulled: true}
 	s.imports[id] = e
 	return s.newImportRef(e), nil
 }

@@ -453,6 +453,12 @@ func (t *batchClientTransport) flushBatch() {
 	go t.post(body)
 }
 
+func (t *batchClientTransport) flushed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sent
+}
+
 var errBatchEnded = errors.New("Batch RPC request ended.")
 
 func (t *batchClientTransport) post(body []byte) {

@@ -229,7 +229,7 @@ type importEntry struct {
 	remoteRefs int
 	promise    bool
 	res        hook          // resolution; set once
-	done       chan struct{} // closed when res is set; promises only (a stub is its own value)
+	done       chan struct{} // closed when res is set; made by the first to wait (pull), under mu
 	pulled     bool
 	inflight   int  // calls being encoded against this ID
 	relPending bool // a release waits for inflight to reach zero
@@ -1169,25 +1169,36 @@ func (h *importHook) pull(ctx context.Context) (any, error) {
 			s.queueLocked(msg)
 		}
 	}
-	s.mu.Unlock()
-	if s.batch == batchClient {
-		s.flushBatch()
-	}
-	yieldGate(ctx)
-	select {
-	case <-e.done:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	s.mu.Lock()
 	r := e.res
+	if r == nil && e.done == nil {
+		e.done = make(chan struct{}) // made for the first waiter: most results are in by then
+	}
+	done := e.done
 	s.mu.Unlock()
+	if r == nil {
+		if s.batch == batchClient {
+			s.flushBatch()
+		}
+		yieldGate(ctx)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		s.mu.Lock()
+		r = e.res
+		s.mu.Unlock()
+	}
 	return r.pull(ctx)
 }
 
 // flushBatch hands the queued messages of a batch client to its transport, which sends them.
 // Every result still wanted is pulled: the batch is the only chance to receive it.
 func (s *Session) flushBatch() {
+	f, _ := s.t.(batchFlusher)
+	if f != nil && f.flushed() {
+		return
+	}
 	s.mu.Lock()
 	for id, e := range s.imports {
 		if e.promise && !e.pulled && !e.gone && e.res == nil && e.localRefs > 0 {
@@ -1197,9 +1208,15 @@ func (s *Session) flushBatch() {
 	}
 	s.mu.Unlock()
 	s.flush()
-	if f, ok := s.t.(interface{ flushBatch() }); ok {
+	if f != nil {
 		f.flushBatch()
 	}
+}
+
+// batchFlusher is the batch client's transport.
+type batchFlusher interface {
+	flushBatch()   // sends the batch, once
+	flushed() bool // reports whether it has
 }
 
 // beginSend reserves e for a call being encoded; it returns the resolution instead when e has
@@ -1278,7 +1295,7 @@ func (s *Session) finishPush(e *importEntry, enc *encoder, err error, stream boo
 	}
 	id := s.nextImportID
 	s.nextImportID++
-	ne := &importEntry{id: id, remoteRefs: 1, promise: true, done: make(chan struct{})}
+	ne := &importEntry{id: id, remoteRefs: 1, promise: true}
 	if stream {
 		// Pulled and released implicitly: no pull or release message.
 		ne.remoteRefs, ne.pulled = 0, true
