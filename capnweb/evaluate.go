@@ -30,7 +30,11 @@ type importer interface {
 type evaluator struct {
 	im      importer
 	lim     *Limits
-	created []any // references made so far, released if evaluation fails
+	// The references made so far, released if evaluation fails: the first few in first (no
+	// allocation for a typical message), the rest in more.
+	first [4]any
+	made  int
+	more  []any
 	// impure: the last evaluation made something that keeps its value from being plain
 	// (isPlain): a reference, a stream or an error.
 	impure bool
@@ -55,17 +59,26 @@ func (ev *evaluator) evaluateElems(a []any) error {
 // done ends an evaluation: when it failed (err), it releases everything it created.
 func (ev *evaluator) done(err error) error {
 	if err != nil {
-		for _, c := range ev.created {
+		for _, c := range ev.first[:min(ev.made, len(ev.first))] {
+			releaseValue(c)
+		}
+		for _, c := range ev.more {
 			releaseValue(c)
 		}
 	}
-	ev.created = nil
+	clear(ev.first[:])
+	ev.made, ev.more = 0, nil
 	return err
 }
 
 func (ev *evaluator) track(v any) any {
 	ev.impure = true
-	ev.created = append(ev.created, v)
+	if ev.made < len(ev.first) {
+		ev.first[ev.made] = v
+	} else {
+		ev.more = append(ev.more, v)
+	}
+	ev.made++
 	return v
 }
 
