@@ -191,7 +191,8 @@ func invoke(ctx context.Context, fn any, args []any) (any, error) {
 		f = reflect.ValueOf(fn)
 		mi = funcInfo(f.Type(), false)
 	}
-	in := make([]reflect.Value, 0, len(mi.in)+2)
+	var inBuf [6]reflect.Value // receiver, context and four arguments, on the stack
+	in := inBuf[:0]
 	if recv.IsValid() {
 		in = append(in, recv)
 	}
