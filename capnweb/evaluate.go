@@ -28,8 +28,8 @@ type importer interface {
 }
 
 type evaluator struct {
-	im      importer
-	lim     *Limits
+	im  importer
+	lim *Limits
 	// The references made so far, released if evaluation fails: the first few in first (no
 	// allocation for a typical message), the rest in more.
 	first [4]any
