@@ -286,9 +286,10 @@ func (l *lines) add(msg []byte) {
 }
 
 // readAll reads r to its end, into a buffer allocated once when size (a Content-Length; -1 if
-// unknown) is known and within limit.
+// unknown) is known, within limit and at most presizeMax: a peer's claim of a large body must
+// not make us allocate before the bytes arrive.
 func readAll(r io.Reader, size, limit int64) ([]byte, error) {
-	if size < 0 || size > limit {
+	if size < 0 || size > limit || size > presizeMax {
 		return io.ReadAll(r)
 	}
 	var buf bytes.Buffer
@@ -296,6 +297,9 @@ func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }
+
+// presizeMax bounds the buffer readAll allocates on a Content-Length's word.
+const presizeMax = 1 << 20
 
 // ---- WebSocket transport ----
 
