@@ -55,18 +55,28 @@ func parseJSON(data []byte, maxDepth int) (any, error) {
 func parseJSONScratch(data []byte, maxDepth int, stack []any, strs map[string]any) (any, []any, error) {
 	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs}
 	v, err := r.value(0)
-	clear(r.stack[:cap(r.stack)]) // drop references into this message
+	stack, err = r.end(err)
+	if err != nil {
+		return nil, stack, err
+	}
+	return v, stack, nil
+}
+
+// end finishes a parse that err ended (nil: the value was read): it checks that nothing but
+// space follows, and returns the scratch stack, emptied, cleared of references into the
+// message, and dropped if it grew past maxScratch.
+func (r *jsonReader) end(err error) ([]any, error) {
+	clear(r.stack[:cap(r.stack)])
 	if cap(r.stack) > maxScratch {
 		r.stack = nil
 	}
-	if err != nil {
-		return nil, r.stack[:0], err
+	if err == nil {
+		r.skipSpace()
+		if r.pos != len(r.data) {
+			err = r.errorf("unexpected data after JSON value")
+		}
 	}
-	r.skipSpace()
-	if r.pos != len(r.data) {
-		return nil, r.stack[:0], r.errorf("unexpected data after JSON value")
-	}
-	return v, r.stack[:0], nil
+	return r.stack[:0], err
 }
 
 // maxScratch bounds the scratch stack a session keeps between messages.
@@ -233,21 +243,12 @@ func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, d
 	} else {
 		_, err = r.value(0)
 	}
-	clear(r.stack[:cap(r.stack)]) // drop references into this message
-	if cap(r.stack) > maxScratch {
-		r.stack = nil
-	}
-	if err == nil {
-		r.skipSpace()
-		if r.pos != len(r.data) {
-			err = r.errorf("unexpected data after JSON value")
-		}
-	}
+	stack, err = r.end(err)
 	if err != nil {
 		clear(dst[:])
-		return 0, r.stack[:0], err
+		return 0, stack, err
 	}
-	return n, r.stack[:0], nil
+	return n, stack, nil
 }
 
 // shortString reads a short string without escapes or control characters as an interface

@@ -1192,7 +1192,7 @@ func (h *importHook) pull(ctx context.Context) (any, error) {
 	return r.pull(ctx)
 }
 
-// flushBatch hands the queued messages of a batch client to its transport, which sends them.
+// flushBatch has a batch client's transport send the batch, once.
 // Every result still wanted is pulled: the batch is the only chance to receive it.
 func (s *Session) flushBatch() {
 	f, _ := s.t.(batchFlusher)
@@ -1207,9 +1207,8 @@ func (s *Session) flushBatch() {
 		}
 	}
 	s.mu.Unlock()
-	s.flush()
 	if f != nil {
-		f.flushBatch()
+		f.flushBatch() // the messages are in it already: a batch session sends as it queues
 	}
 }
 
