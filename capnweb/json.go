@@ -158,9 +158,6 @@ func (r *jsonReader) object(depth int) (any, error) {
 				return nil, err
 			}
 		}
-		if _, dup := m[k]; dup {
-			return nil, r.errorf("duplicate object key %q", truncate(k, 64))
-		}
 		r.skipSpace()
 		if r.pos >= len(r.data) || r.data[r.pos] != ':' {
 			return nil, r.errorf("expected ':'")
@@ -170,7 +167,10 @@ func (r *jsonReader) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[k] = v
+		n := len(m)
+		if m[k] = v; len(m) == n { // one hash of k, not a lookup and then a store
+			return nil, r.errorf("duplicate object key %q", truncate(k, 64))
+		}
 		r.skipSpace()
 		if r.pos >= len(r.data) {
 			return nil, r.errorf("unexpected end of input")

@@ -844,3 +844,25 @@ func TestParseMessage(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseTaskResolve: reading the answer of an A2A sendMessage (a resolve carrying a
+// task: objects several levels deep, the shape the binding's clients read most).
+func BenchmarkParseTaskResolve(b *testing.B) {
+	msg := []byte(`["resolve",7,{"task":{"id":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90",` +
+		`"status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-05-01T12:00:00.123456789Z"},` +
+		`"artifacts":[[{"artifactId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e91","parts":[[{"text":"echo: hello"}]]}]],` +
+		`"history":[[{"messageId":"m1","role":"ROLE_USER","parts":[[{"text":"hello"}]],"taskId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90"}]],` +
+		`"metadata":{"seq":3}}}]`)
+	strs := map[string]any{}
+	var stack []any
+	var dst [4]any
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		n, s, err := parseMessage(msg, 64, stack, strs, &dst)
+		if err != nil || n != 3 {
+			b.Fatal(n, err)
+		}
+		stack = s
+	}
+}
