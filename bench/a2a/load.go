@@ -392,14 +392,14 @@ func (r *sendResult) check(kind, text string, raw []byte) error {
 
 // measurement is what one bounded loop observed (or several rounds, accumulated).
 type measurement struct {
-	calls     int             // completed calls (or streams)
-	events    int             // events received (streams); calls for sends
-	elapsed   time.Duration   // from the first start to the last completion, summed over rounds
-	lat       []time.Duration // per call (or whole stream)
-	ttfe      []time.Duration // streams: time to first event
-	serverCPU time.Duration   // CPU the server process used during the loops (-1: unknown)
-	clientCPU time.Duration   // CPU this process (the load client) used meanwhile (-1: unknown)
-	err       error
+	calls   int             // completed calls (or streams)
+	events  int             // events received (streams); calls for sends
+	elapsed time.Duration   // from the first start to the last completion, summed over rounds
+	lat     []time.Duration // per call (or whole stream)
+	ttfe    []time.Duration // streams: time to first event
+	server  harness.Usage   // what the server process used during the loops
+	client  harness.Usage   // what this process (the load client) used meanwhile
+	err     error
 }
 
 func (m *measurement) rate() float64 { return harness.Rate(m.calls, m.elapsed) }

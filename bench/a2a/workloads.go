@@ -40,8 +40,15 @@ type Result struct {
 	// ClientCPUus is the load client's (this process's) CPU time per call or event: the client
 	// shares the 2 cores with the server.
 	ClientCPUus float64 `json:"client_cpu_us,omitempty"`
-	RSSMiB      float64 `json:"server_rss_mib,omitempty"` // after the measurement
-	Err         string  `json:"error,omitempty"`
+	// ServerReads and ServerWrites are the server process's read and write system calls per
+	// call (per event for streams); ClientReads and ClientWrites the load client's. They show
+	// how well each side coalesces what it sends and receives.
+	ServerReads  float64 `json:"server_reads,omitempty"`
+	ServerWrites float64 `json:"server_writes,omitempty"`
+	ClientReads  float64 `json:"client_reads,omitempty"`
+	ClientWrites float64 `json:"client_writes,omitempty"`
+	RSSMiB       float64 `json:"server_rss_mib,omitempty"` // after the measurement
+	Err          string  `json:"error,omitempty"`
 }
 
 type runner struct {
@@ -62,11 +69,13 @@ func (r *runner) add(res Result) {
 	case res.Err != "":
 		msg += " ERROR " + res.Err
 	case res.EventsPerSec > 0:
-		msg += fmt.Sprintf(" streams=%d %.0f events/s ttfe p50=%.0fµs p99=%.0fµs stream p50=%.1fms srvCPU=%.1fµs/event cliCPU=%.1fµs/event",
-			res.Calls, res.EventsPerSec, res.TTFEP50us, res.TTFEP99us, res.P50us/1000, res.ServerCPUus, res.ClientCPUus)
+		msg += fmt.Sprintf(" streams=%d %.0f events/s ttfe p50=%.0fµs p99=%.0fµs stream p50=%.1fms srvCPU=%.1fµs/event cliCPU=%.1fµs/event srvRW=%.2f/%.2f cliRW=%.2f/%.2f",
+			res.Calls, res.EventsPerSec, res.TTFEP50us, res.TTFEP99us, res.P50us/1000, res.ServerCPUus, res.ClientCPUus,
+			res.ServerReads, res.ServerWrites, res.ClientReads, res.ClientWrites)
 	default:
-		msg += fmt.Sprintf(" n=%d %.0f calls/s p50=%.0fµs p99=%.0fµs srvCPU=%.1fµs/call cliCPU=%.1fµs/call",
-			res.Calls, res.CallsPerSec, res.P50us, res.P99us, res.ServerCPUus, res.ClientCPUus)
+		msg += fmt.Sprintf(" n=%d %.0f calls/s p50=%.0fµs p99=%.0fµs srvCPU=%.1fµs/call cliCPU=%.1fµs/call srvRW=%.2f/%.2f cliRW=%.2f/%.2f",
+			res.Calls, res.CallsPerSec, res.P50us, res.P99us, res.ServerCPUus, res.ClientCPUus,
+			res.ServerReads, res.ServerWrites, res.ClientReads, res.ClientWrites)
 	}
 	fmt.Fprintln(os.Stderr, msg)
 }
@@ -262,8 +271,8 @@ func (r *runner) compare(ctx context.Context, key, client string, contenders []*
 			return
 		}
 		var m measurement
-		harness.AddCPU(&e.acc.clientCPU, harness.CPUDuring(os.Getpid(), func() {
-			harness.AddCPU(&e.acc.serverCPU, harness.CPUDuring(e.c.srv.PID, func() {
+		e.acc.client.Add(harness.UsageDuring(os.Getpid(), func() {
+			e.acc.server.Add(harness.UsageDuring(e.c.srv.PID, func() {
 				m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), r.cfg.maxCalls/rounds, e.f)
 			}))
 		}))
@@ -307,11 +316,22 @@ func fill(res *Result, m measurement, stream bool) {
 		res.TTFEP99us = us(harness.Quantile(m.ttfe, 0.99))
 		per = m.events
 	}
-	if m.clientCPU >= 0 && per > 0 {
-		res.ClientCPUus = us(m.clientCPU) / float64(per)
+	if per <= 0 {
+		return
 	}
-	if m.serverCPU >= 0 && per > 0 {
-		res.ServerCPUus = us(m.serverCPU) / float64(per)
+	if m.client.CPU >= 0 {
+		res.ClientCPUus = us(m.client.CPU) / float64(per)
+	}
+	if m.server.CPU >= 0 {
+		res.ServerCPUus = us(m.server.CPU) / float64(per)
+	}
+	if m.server.Reads >= 0 {
+		res.ServerReads = float64(m.server.Reads) / float64(per)
+		res.ServerWrites = float64(m.server.Writes) / float64(per)
+	}
+	if m.client.Reads >= 0 {
+		res.ClientReads = float64(m.client.Reads) / float64(per)
+		res.ClientWrites = float64(m.client.Writes) / float64(per)
 	}
 }
 

@@ -58,6 +58,24 @@ func TestProcReaders(t *testing.T) {
 	if n, err := RSS(os.Getpid()); err != nil || n <= 0 {
 		t.Errorf("RSS = %d, %v", n, err)
 	}
+	r0, w0, err := Syscalls(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 3 {
+		if _, err := f.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1, w1, err := Syscalls(os.Getpid())
+	if err != nil || r1 < r0 || w1-w0 < 3 {
+		t.Errorf("Syscalls went from %d/%d to %d/%d (%v) over three writes", r0, w0, r1, w1, err)
+	}
 }
 
 type row struct {

@@ -43,6 +43,73 @@ func CPUDuring(pid int, f func()) time.Duration {
 	return cpu1 - cpu0
 }
 
+// Syscalls returns the read and write system calls process pid has made so far (syscr and
+// syscw of /proc/pid/io; reading another process's needs the same user or root).
+func Syscalls(pid int) (reads, writes int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch k {
+		case "syscr":
+			dst = &reads
+		case "syscw":
+			dst = &writes
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return 0, 0, err
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, errors.New("no syscr/syscw")
+	}
+	return reads, writes, nil
+}
+
+// Usage is what a process used over a stretch of time: CPU, and read and write system calls
+// (socket reads and writes among them). A field is -1 when it could not be read.
+type Usage struct {
+	CPU           time.Duration
+	Reads, Writes int64
+}
+
+// UsageDuring runs f and returns what process pid used meanwhile.
+func UsageDuring(pid int, f func()) Usage {
+	r0, w0, serr0 := Syscalls(pid)
+	u := Usage{CPU: CPUDuring(pid, f)}
+	r1, w1, serr1 := Syscalls(pid)
+	u.Reads, u.Writes = r1-r0, w1-w0
+	if serr0 != nil || serr1 != nil {
+		u.Reads, u.Writes = -1, -1
+	}
+	return u
+}
+
+// Add adds d to u field by field; a field stays -1 once a part of it was unknown.
+func (u *Usage) Add(d Usage) {
+	AddCPU(&u.CPU, d.CPU)
+	for _, p := range [...]struct {
+		total *int64
+		d     int64
+	}{{&u.Reads, d.Reads}, {&u.Writes, d.Writes}} {
+		if p.d < 0 || *p.total < 0 {
+			*p.total = -1
+		} else {
+			*p.total += p.d
+		}
+	}
+}
+
 // RSS reads the resident set size (VmRSS) of process pid, in bytes.
 func RSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
