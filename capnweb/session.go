@@ -502,8 +502,17 @@ type tryBatchSender interface {
 // waiting and no write is under way, else by the write loop; and it starts an executor for
 // ready calls that arrived meanwhile from elsewhere.
 func (s *Session) endPass() {
-	s.passes.Add(-1)
+	ts, ok := s.t.(tryBatchSender)
 	s.mu.Lock()
+	if n := len(s.out); ok && n > 0 && n < yieldBelow && s.running > 0 && !s.closing {
+		// Other calls are running: let those whose results are in already (goroutines woken
+		// and ready to run) queue their answers first, so that one write carries them all.
+		// A write costs far more than the yield.
+		s.mu.Unlock()
+		runtime.Gosched()
+		s.mu.Lock()
+	}
+	s.passes.Add(-1)
 	if !s.execActive && len(s.execQ) > 0 {
 		s.startExecutorLocked()
 	}
@@ -511,7 +520,6 @@ func (s *Session) endPass() {
 		s.mu.Unlock()
 		return
 	}
-	ts, ok := s.t.(tryBatchSender)
 	if !ok || s.writing || s.writerActive && !s.writerIdle || s.closing {
 		s.kickWriterLocked()
 		s.mu.Unlock()
