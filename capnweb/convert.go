@@ -4,6 +4,7 @@ package capnweb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -67,6 +68,13 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 	}
 	if vt.AssignableTo(t) {
 		return reflect.ValueOf(v).Convert(t), nil
+	}
+	if _, ok := v.(json.RawMessage); ok {
+		pv, err := rawValue(v)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return convertTo(pv, t)
 	}
 	switch t {
 	case errType:

@@ -40,8 +40,10 @@
 // (Error), *url.URL, http.Header, *Request, *Response, Blob, *Stub (capabilities),
 // *ReadableStream and *WritableStream. Sent values may also be any Go number type, structs
 // (encoded as objects with encoding/json field names), maps with string keys, slices, pointers,
-// funcs and targets. Decode converts received values into typed Go values; method parameters
-// are converted the same way.
+// funcs and targets, and json.RawMessage: the JSON value it holds, sent without building it
+// from maps and slices (the peer receives what it would for the same value built so; it must be
+// valid UTF-8 JSON, or the call fails with a TypeError). Decode converts received values into
+// typed Go values; method parameters are converted the same way.
 //
 // # Ownership
 //

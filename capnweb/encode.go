@@ -4,6 +4,7 @@ package capnweb
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -427,6 +428,8 @@ func (e *encoder) value(v any, depth int) error {
 			}
 		}
 		e.b = append(e.b, '}')
+	case json.RawMessage:
+		return e.rawMessage(x, depth)
 	case []byte:
 		e.bytes(x, "")
 	case TypedBytes:

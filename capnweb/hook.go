@@ -2,6 +2,7 @@ package capnweb
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 )
 
@@ -371,6 +372,13 @@ func (h *valueHook) remap(path []any, captures []hook, instrs []any) hook {
 // called with the value found (Undefined when the path leads nowhere).
 func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []any) hook, leaf func(v any) hook) hook {
 	for i, part := range path {
+		if _, ok := v.(json.RawMessage); ok {
+			pv, err := rawValue(v)
+			if err != nil {
+				return errorHook{err}
+			}
+			v = pv
+		}
 		switch x := v.(type) {
 		case *Stub:
 			h, err := x.hookRef()

@@ -191,6 +191,10 @@ func applyMap(s *Session, input any, captures []hook, instrs []any) hook {
 		}
 		parsed[i] = in
 	}
+	input, err := rawValue(input)
+	if err != nil {
+		return errorHook{err}
+	}
 	one := func(elem any) (any, error) {
 		mi := &mapImporter{s: s, captures: captures, vars: []hook{newValueHook(copyValue(elem), true, s)}}
 		if isTarget(elem) || isCallable(elem) {

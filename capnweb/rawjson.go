@@ -1,0 +1,310 @@
+package capnweb
+
+// json.RawMessage values: JSON an application already holds, sent as the value it holds without
+// building that value out of maps and slices first (see the package doc).
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
+)
+
+// rawMessage appends the JSON value raw holds as the wire expression of the same value: arrays
+// escaped, whitespace dropped, everything else copied. It checks raw on the way: exactly one
+// JSON value, in valid UTF-8, without duplicate object keys (the Go reader refuses them), nested
+// no deeper than any other value may be. On error e.b is left as it was.
+func (e *encoder) rawMessage(raw json.RawMessage, depth int) error {
+	if !utf8.Valid(raw) {
+		return typeErrorf("json.RawMessage is not valid UTF-8")
+	}
+	t := rawTranscoder{in: raw, out: e.b}
+	if err := t.value(depth); err != nil {
+		return err
+	}
+	if t.ws(); t.i < len(t.in) {
+		return t.errorf("data after the value")
+	}
+	e.b = t.out
+	return nil
+}
+
+// rawTranscoder copies one JSON value from in to out in wire form.
+type rawTranscoder struct {
+	in  []byte
+	i   int
+	out []byte
+}
+
+func (t *rawTranscoder) errorf(what string) error {
+	return typeErrorf("json.RawMessage is not valid JSON: %s at offset %d", what, t.i)
+}
+
+func (t *rawTranscoder) ws() {
+	for t.i < len(t.in) {
+		switch t.in[t.i] {
+		case ' ', '\t', '\n', '\r':
+			t.i++
+		default:
+			return
+		}
+	}
+}
+
+func (t *rawTranscoder) value(depth int) error {
+	if depth > maxEncodeDepth {
+		return typeErrorf("json.RawMessage nests deeper than %d", maxEncodeDepth)
+	}
+	t.ws()
+	if t.i >= len(t.in) {
+		return t.errorf("unexpected end")
+	}
+	switch c := t.in[t.i]; {
+	case c == '{':
+		return t.object(depth)
+	case c == '[':
+		return t.array(depth)
+	case c == '"':
+		_, err := t.str()
+		return err
+	case c == 't':
+		return t.literal("true")
+	case c == 'f':
+		return t.literal("false")
+	case c == 'n':
+		return t.literal("null")
+	case c == '-' || isDigit(c):
+		return t.number()
+	}
+	return t.errorf(fmt.Sprintf("unexpected %q", t.in[t.i]))
+}
+
+// array copies an array as an escaped one: [[...]].
+func (t *rawTranscoder) array(depth int) error {
+	t.i++
+	t.out = append(t.out, "[["...)
+	if t.ws(); t.i < len(t.in) && t.in[t.i] == ']' {
+		t.i++
+		t.out = append(t.out, "]]"...)
+		return nil
+	}
+	for {
+		if err := t.value(depth + 1); err != nil {
+			return err
+		}
+		if t.ws(); t.i >= len(t.in) {
+			return t.errorf("unexpected end in an array")
+		}
+		switch t.in[t.i] {
+		case ',':
+			t.out = append(t.out, ',')
+		case ']':
+			t.i++
+			t.out = append(t.out, "]]"...)
+			return nil
+		default:
+			return t.errorf("want , or ] in an array")
+		}
+		t.i++
+	}
+}
+
+// smallObject: objects with up to this many keys look for a duplicate key among the keys seen
+// so far, without allocating; larger ones use a map.
+const smallObject = 16
+
+func (t *rawTranscoder) object(depth int) error {
+	t.i++
+	t.out = append(t.out, '{')
+	if t.ws(); t.i < len(t.in) && t.in[t.i] == '}' {
+		t.i++
+		t.out = append(t.out, '}')
+		return nil
+	}
+	var small [smallObject][]byte
+	keys := small[:0]
+	var seen map[string]struct{}
+	for {
+		if t.ws(); t.i >= len(t.in) || t.in[t.i] != '"' {
+			return t.errorf("want a key")
+		}
+		at := t.i
+		k, err := t.str()
+		if err != nil {
+			return err
+		}
+		dup := false
+		if seen == nil {
+			for _, o := range keys {
+				if dup = bytes.Equal(o, k); dup {
+					break
+				}
+			}
+			if keys = append(keys, k); len(keys) == smallObject {
+				seen = make(map[string]struct{}, 2*smallObject)
+				for _, o := range keys {
+					seen[string(o)] = struct{}{}
+				}
+			}
+		} else {
+			_, dup = seen[string(k)]
+			seen[string(k)] = struct{}{}
+		}
+		if dup {
+			t.i = at
+			return t.errorf(fmt.Sprintf("duplicate key %q", truncate(string(k), 64)))
+		}
+		if t.ws(); t.i >= len(t.in) || t.in[t.i] != ':' {
+			return t.errorf("want : after a key")
+		}
+		t.i++
+		t.out = append(t.out, ':')
+		if err := t.value(depth + 1); err != nil {
+			return err
+		}
+		if t.ws(); t.i >= len(t.in) {
+			return t.errorf("unexpected end in an object")
+		}
+		switch t.in[t.i] {
+		case ',':
+			t.out = append(t.out, ',')
+		case '}':
+			t.i++
+			t.out = append(t.out, '}')
+			return nil
+		default:
+			return t.errorf("want , or } in an object")
+		}
+		t.i++
+	}
+}
+
+// str copies the string at t.i and returns what it says: the bytes between its quotes, or for
+// a string with escapes, those read.
+func (t *rawTranscoder) str() ([]byte, error) {
+	start := t.i
+	t.i++
+	escaped := false
+	for t.i < len(t.in) {
+		switch c := t.in[t.i]; {
+		case c == '"':
+			t.i++
+			t.out = append(t.out, t.in[start:t.i]...)
+			s := t.in[start+1 : t.i-1]
+			if escaped {
+				return unescapeJSON(s)
+			}
+			return s, nil
+		case c == '\\':
+			escaped = true
+			if t.i+1 >= len(t.in) {
+				return nil, t.errorf("unterminated string")
+			}
+			switch t.in[t.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				t.i += 2
+			case 'u':
+				if t.i+6 > len(t.in) || !isHex(t.in[t.i+2]) || !isHex(t.in[t.i+3]) || !isHex(t.in[t.i+4]) || !isHex(t.in[t.i+5]) {
+					return nil, t.errorf(`bad \u escape`)
+				}
+				t.i += 6
+			default:
+				return nil, t.errorf("bad escape")
+			}
+		case c < 0x20:
+			return nil, t.errorf("control character in a string")
+		default:
+			t.i++
+		}
+	}
+	return nil, t.errorf("unterminated string")
+}
+
+// unescapeJSON reads the escapes of s, the inside of a valid JSON string.
+func unescapeJSON(s []byte) ([]byte, error) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			i++
+			continue
+		}
+		var err error
+		if out, i, err = jsonstr.AppendUnescaped(out, s, i); err != nil {
+			return nil, typeErrorf("json.RawMessage is not valid JSON: %v", err)
+		}
+	}
+	return out, nil
+}
+
+func (t *rawTranscoder) literal(word string) error {
+	if !bytes.HasPrefix(t.in[t.i:], []byte(word)) {
+		return t.errorf("bad literal")
+	}
+	t.i += len(word)
+	t.out = append(t.out, word...)
+	return nil
+}
+
+// number copies a number as JSON writes it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (t *rawTranscoder) number() error {
+	start := t.i
+	if t.in[t.i] == '-' {
+		t.i++
+	}
+	switch {
+	case t.i < len(t.in) && t.in[t.i] == '0':
+		t.i++
+	case !t.digits():
+		return t.errorf("bad number")
+	}
+	if t.i < len(t.in) && t.in[t.i] == '.' {
+		t.i++
+		if !t.digits() {
+			return t.errorf("bad number")
+		}
+	}
+	if t.i < len(t.in) && (t.in[t.i] == 'e' || t.in[t.i] == 'E') {
+		t.i++
+		if t.i < len(t.in) && (t.in[t.i] == '+' || t.in[t.i] == '-') {
+			t.i++
+		}
+		if !t.digits() {
+			return t.errorf("bad number")
+		}
+	}
+	t.out = append(t.out, t.in[start:t.i]...)
+	return nil
+}
+
+// digits skips one or more digits; false if there is none.
+func (t *rawTranscoder) digits() bool {
+	start := t.i
+	for t.i < len(t.in) && isDigit(t.in[t.i]) {
+		t.i++
+	}
+	return t.i > start
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'f' }
+
+// rawValue returns the value a json.RawMessage holds, parsed, and any other value as it is:
+// property reads, .map() and Decode look into a json.RawMessage.
+func rawValue(v any) (any, error) {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		return v, nil
+	}
+	if !utf8.Valid(raw) {
+		return nil, typeErrorf("json.RawMessage is not valid UTF-8")
+	}
+	pv, err := parseJSON(raw, maxEncodeDepth+1)
+	if err != nil {
+		return nil, typeErrorf("json.RawMessage is not valid JSON: %v", err)
+	}
+	return pv, nil
+}

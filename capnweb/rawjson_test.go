@@ -1,0 +1,110 @@
+package capnweb_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/capnwebtest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// docs serves JSON documents as json.RawMessage.
+type docs struct{ capnweb.Target }
+
+func (docs) Doc(s string) json.RawMessage { return json.RawMessage(s) }
+
+// TestRawMessage: a method's json.RawMessage result reaches the peer as the value it holds, over
+// each transport; pipelined property reads and .map() work on it; invalid JSON fails the call
+// and nothing else.
+func TestRawMessage(t *testing.T) {
+	t.Parallel()
+	const doc = `{"task": {"id": "t1", "tags": ["a", "b"], "history": [{"n": 1}, {"n": 2}], "empty": [], "nested": [[1], []]}}`
+	var want any
+	if err := json.Unmarshal([]byte(doc), &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range modes {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			s := newDocsEnv(t, m)
+			main := s.Main()
+			got := capnwebtest.Await[any](t, main.Call("doc", doc))
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("doc() differs from the JSON it returned (-want +got):\n%s", d)
+			}
+			// Pipelined: one round trip, the result never awaited.
+			if id := capnwebtest.Await[string](t, main.Call("doc", doc).Get("task", "id")); id != "t1" {
+				t.Errorf(`doc().task.id = %q, want "t1"`, id)
+			}
+			if n := capnwebtest.Await[float64](t, main.Call("doc", doc).Get("task", "history", 1, "n")); n != 2 {
+				t.Errorf("doc().task.history[1].n = %v, want 2", n)
+			}
+			if u := capnwebtest.Await[any](t, main.Call("doc", doc).Get("task", "missing")); u != capnweb.Undefined {
+				t.Errorf("doc().task.missing = %v, want undefined", u)
+			}
+			ns := main.Call("doc", doc).Get("task", "history").Map(func(_ *capnweb.Mapper, e *capnweb.Promise) any { return e.Get("n") })
+			if d := cmp.Diff([]any{1.0, 2.0}, capnwebtest.Await[[]any](t, ns)); d != "" {
+				t.Errorf("doc().task.history.map(h => h.n) (-want +got):\n%s", d)
+			}
+			// Invalid JSON: a TypeError for that call; the session goes on.
+			// (Invalid UTF-8 cannot arrive in a string argument: the sender replaces it.)
+			for _, bad := range []string{`{"a":`, `{"a":1,"a":2}`, `[1,]`} {
+				p := main.Call("doc", bad)
+				_, err := p.Await(t.Context())
+				p.Release()
+				var ce *capnweb.Error
+				if !errors.As(err, &ce) || ce.Name != "TypeError" || !strings.Contains(ce.Message, "json.RawMessage") {
+					t.Errorf("doc(%q) error = %v, want a TypeError about json.RawMessage", bad, err)
+				}
+			}
+			if id := capnwebtest.Await[string](t, main.Call("doc", `{"id":"after"}`).Get("id")); id != "after" {
+				t.Errorf("after the failures: id = %q", id)
+			}
+		})
+	}
+}
+
+// TestDecodeRawMessage: Decode reads a json.RawMessage as the value it holds.
+func TestDecodeRawMessage(t *testing.T) {
+	t.Parallel()
+	var dst struct {
+		ID   string   `json:"id"`
+		Tags []string `json:"tags"`
+	}
+	if err := capnweb.Decode(json.RawMessage(`{"id":"x","tags":["a","b"]}`), &dst); err != nil {
+		t.Fatal(err)
+	}
+	if dst.ID != "x" || len(dst.Tags) != 2 || dst.Tags[1] != "b" {
+		t.Errorf("Decode = %+v", dst)
+	}
+	if err := capnweb.Decode(json.RawMessage(`{"id":`), &dst); err == nil {
+		t.Error("Decode(invalid JSON): no error")
+	}
+}
+
+func newDocsEnv(t *testing.T, m mode) *capnweb.Session {
+	t.Helper()
+	switch m {
+	case pipeMode:
+		a, b := capnweb.Pipe()
+		srv := capnweb.NewSession(a, docs{}, nil)
+		cli := capnweb.NewSession(b, nil, nil)
+		t.Cleanup(func() { cli.Close(); srv.Close() })
+		return cli
+	default:
+		h := capnweb.NewHandler(func(*http.Request) (any, error) { return docs{}, nil }, nil)
+		ts := httptest.NewServer(h)
+		t.Cleanup(func() { h.Close(); ts.Close() })
+		s, err := capnweb.Dial(t.Context(), "ws"+strings.TrimPrefix(ts.URL, "http")+"/", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
