@@ -41,8 +41,8 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzFromWire$$' -fuzztime=$(FUZZTIME) ./binding
 	$(GO) test -run='^$$' -fuzz='^FuzzJWT$$' -fuzztime=$(FUZZTIME) ./auth
 	$(GO) test -run='^$$' -fuzz='^FuzzRule$$' -fuzztime=$(FUZZTIME) ./agent
-	$(GO) test -run='^$$' -fuzz='^FuzzEncodeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./store/internal/codec
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSameAsUnmarshal$$' -fuzztime=$(FUZZTIME) ./store/internal/codec
+	$(GO) test -run='^$$' -fuzz='^FuzzEncodeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSameAsUnmarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 
 bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb

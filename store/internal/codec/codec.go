@@ -1,5 +1,5 @@
 // Package codec holds what the store implementations share: the JSON encoding of tasks, events
-// and push configs, the page token, clock and argument checks. Keeping it in one place is what
+// (package a2ajson's, written and read by hand) and push configs, the page token, clock and argument checks. Keeping it in one place is what
 // makes the three stores behave the same on every corner the conformance suite cannot see.
 package codec
 
@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/a2awebcap/a2awebcap/internal/a2ajson"
 	"github.com/a2awebcap/a2awebcap/store"
 )
 
@@ -90,27 +92,38 @@ func Encode(t *store.Task, events []a2a.Event) (task []byte, encoded [][]byte, e
 	return task, encoded, nil
 }
 
-// EncodeTask is the stored form of a task: json.Marshal's, written without reflection.
+// bufs holds encoding buffers: a value is encoded into one, then copied out at its exact size.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// encode returns what appendFn appends to an empty buffer, in a slice of its own.
+func encode[T any](appendFn func([]byte, T) ([]byte, error), v T) ([]byte, error) {
+	bp := bufs.Get().(*[]byte)
+	b, err := appendFn((*bp)[:0], v)
+	var out []byte
+	if err == nil {
+		out = append([]byte(nil), b...)
+	} else {
+		b = *bp
+	}
+	if cap(b) <= 64<<10 { // do not keep a buffer grown by a huge task
+		*bp = b[:0]
+		bufs.Put(bp)
+	}
+	return out, err
+}
+
+// EncodeTask is the stored form of a task: json.Marshal's, written without reflection
+// (a2ajson.AppendTask).
 func EncodeTask(t *a2a.Task) ([]byte, error) {
-	b, err := encode(appendTask, t)
+	b, err := encode(a2ajson.AppendTask, t)
 	if err != nil {
 		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
 	return b, nil
 }
 
-// DecodeTask reads the stored form of a task: what json.Unmarshal gives, read by hand where
-// the bytes are what EncodeTask writes (decode.go), by json.Unmarshal otherwise.
-func DecodeTask(b []byte) (*a2a.Task, error) {
-	if t, ok := decodeTask(b); ok {
-		return t, nil
-	}
-	var t a2a.Task
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("decode task: %w", err)
-	}
-	return &t, nil
-}
+// DecodeTask reads the stored form of a task (a2ajson.DecodeTask).
+func DecodeTask(b []byte) (*a2a.Task, error) { return a2ajson.DecodeTask(b) }
 
 // EncodeEvents is the stored form of events: each one wrapped as a StreamResponse
 // ({"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}), as json.Marshal
@@ -120,7 +133,7 @@ func EncodeEvents(events []a2a.Event) ([][]byte, error) {
 	all, err := encode(func(b []byte, events []a2a.Event) ([]byte, error) {
 		for i, e := range events {
 			var err error
-			if b, err = appendEvent(b, e); err != nil {
+			if b, err = a2ajson.AppendEvent(b, e); err != nil {
 				return nil, fmt.Errorf("%w: encode event %d: %v", store.ErrInvalid, i, err)
 			}
 			ends[i] = len(b)

@@ -1,43 +1,34 @@
-package codec
-
-// The stored JSON of tasks and events, written by hand: encoding/json spends most of a write's
-// time in reflection and in the MarshalJSON methods of a2a-go's types (each of which marshals a
-// wrapper and then has its output re-scanned). The functions below append the same bytes
-// json.Marshal gives for the same value (append_test.go compares them); only the free-form
-// values (Metadata, the value of a data part) are left to encoding/json. Reading a task back is
-// written by hand too (decode.go), for the same reason — json.Unmarshal was a tenth of the
-// server's CPU on getTask — and it falls back to json.Unmarshal on anything it does not expect.
+// Package a2ajson writes and reads the JSON of A2A tasks and events by hand: the bytes
+// json.Marshal gives for a2a-go's types, and the values json.Unmarshal makes of them.
+//
+// encoding/json spends most of a write's time in reflection and in the MarshalJSON methods of
+// a2a-go's types (each of which marshals a wrapper and then has its output re-scanned). The
+// functions below append the same bytes json.Marshal gives for the same value (append_test.go
+// compares them, and fuzzes the comparison); only the free-form values (Metadata, the value of a
+// data part) are left to encoding/json. Reading a task back is written by hand too (decode.go),
+// for the same reason — json.Unmarshal was a tenth of the server's CPU on getTask — and it falls
+// back to json.Unmarshal on anything it does not expect.
+//
+// The stores keep tasks and events in this form (store/internal/codec), and the capnweb binding
+// sends it (binding/wireconv.go).
+package a2ajson
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
 )
 
-// bufs holds encoding buffers: a value is encoded into one, then copied out at its exact size.
-var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// AppendTask appends json.Marshal(t).
+func AppendTask(b []byte, t *a2a.Task) ([]byte, error) { return appendTask(b, t) }
 
-// encode returns what appendFn appends to an empty buffer, in a slice of its own.
-func encode[T any](appendFn func([]byte, T) ([]byte, error), v T) ([]byte, error) {
-	bp := bufs.Get().(*[]byte)
-	b, err := appendFn((*bp)[:0], v)
-	var out []byte
-	if err == nil {
-		out = append([]byte(nil), b...)
-	} else {
-		b = *bp
-	}
-	if cap(b) <= 64<<10 { // do not keep a buffer grown by a huge task
-		*bp = b[:0]
-		bufs.Put(bp)
-	}
-	return out, err
-}
+// AppendEvent appends json.Marshal(a2a.StreamResponse{Event: e}): the event wrapped as
+// {"task": …}, {"message": …}, {"statusUpdate": …} or {"artifactUpdate": …}.
+func AppendEvent(b []byte, e a2a.Event) ([]byte, error) { return appendEvent(b, e) }
 
 // appendEvent appends json.Marshal(a2a.StreamResponse{Event: e}).
 func appendEvent(b []byte, e a2a.Event) ([]byte, error) {

@@ -1,4 +1,4 @@
-package codec
+package a2ajson
 
 import (
 	"encoding/json"
@@ -18,12 +18,9 @@ func sameAsMarshal(t *testing.T, name string, v any) {
 	var err error
 	switch x := v.(type) {
 	case *a2a.Task:
-		got, err = EncodeTask(x)
+		got, err = AppendTask(nil, x)
 	case a2a.StreamResponse:
-		var enc [][]byte
-		if enc, err = EncodeEvents([]a2a.Event{x.Event}); err == nil {
-			got = enc[0]
-		}
+		got, err = AppendEvent(nil, x.Event)
 	default:
 		t.Fatalf("%s: cannot encode %T", name, v)
 	}
@@ -163,11 +160,13 @@ func BenchmarkEncode(b *testing.B) {
 	evs := []a2a.Event{task, &a2a.TaskStatusUpdateEvent{TaskID: "t", ContextID: "c", Status: task.Status}}
 	b.Run("codec", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := EncodeTask(task); err != nil {
+			if _, err := AppendTask(nil, task); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := EncodeEvents(evs); err != nil {
-				b.Fatal(err)
+			for _, e := range evs {
+				if _, err := AppendEvent(nil, e); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package codec
+package a2ajson
 
 import (
 	"encoding/json"
@@ -88,9 +88,9 @@ func roundTripTask() *a2a.Task {
 
 func mustEncode(t testing.TB, task *a2a.Task) []byte {
 	t.Helper()
-	b, err := EncodeTask(task)
+	b, err := AppendTask(nil, task)
 	if err != nil {
-		t.Fatalf("EncodeTask() error: %v", err)
+		t.Fatalf("AppendTask() error: %v", err)
 	}
 	return b
 }
@@ -232,11 +232,11 @@ func TestDecodeRoundTrip(t *testing.T) {
 	} {
 		got, err := DecodeTask(mustEncode(t, task))
 		if err != nil {
-			t.Errorf("%s: DecodeTask(EncodeTask()) error: %v", name, err)
+			t.Errorf("%s: DecodeTask(AppendTask()) error: %v", name, err)
 			continue
 		}
 		if !reflect.DeepEqual(got, task) {
-			t.Errorf("%s: DecodeTask(EncodeTask()) differs (-want +got):\n%s", name, cmp.Diff(task, got))
+			t.Errorf("%s: DecodeTask(AppendTask()) differs (-want +got):\n%s", name, cmp.Diff(task, got))
 		}
 	}
 }

@@ -1,6 +1,6 @@
-package codec
+package a2ajson
 
-// The stored JSON of tasks, read by hand: json.Unmarshal spends most of a read's time in
+// The JSON of tasks, read by hand: json.Unmarshal spends most of a read's time in
 // reflection and in the UnmarshalJSON methods of a2a-go's types (every Part, TaskState and
 // MessageRole unmarshals into a wrapper of its own, re-scanning its bytes). decodeTask reads the
 // shapes appendTask writes, strictly, into the value json.Unmarshal gives for the same bytes
@@ -13,6 +13,7 @@ package codec
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +32,19 @@ type decoder struct {
 	b   []byte
 	i   int
 	buf []byte // scratch for unescaping strings
+}
+
+// DecodeTask reads the JSON of a task: what json.Unmarshal gives, read by hand where the bytes
+// are what AppendTask writes, by json.Unmarshal otherwise.
+func DecodeTask(b []byte) (*a2a.Task, error) {
+	if t, ok := decodeTask(b); ok {
+		return t, nil
+	}
+	var t a2a.Task
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("decode task: %w", err)
+	}
+	return &t, nil
 }
 
 // decodeTask is DecodeTask's fast path: ok is false when it gives up.
