@@ -17,6 +17,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -298,12 +301,11 @@ func appendPart(b []byte, p *a2a.Part) ([]byte, error) {
 			b = append(b, '"')
 		}
 	case a2a.Data:
-		v, err := json.Marshal(c.Value)
-		if err != nil {
+		b = append(b, `"data":`...)
+		var err error
+		if b, err = appendFree(b, c.Value); err != nil {
 			return nil, err
 		}
-		b = append(b, `"data":`...)
-		b = append(b, v...)
 	case a2a.URL:
 		if c != "" {
 			b = append(b, `"url":`...)
@@ -326,13 +328,12 @@ func appendPart(b []byte, p *a2a.Part) ([]byte, error) {
 		b = appendString(b, p.MediaType)
 	}
 	if len(p.Metadata) > 0 {
-		v, err := json.Marshal(p.Metadata)
-		if err != nil {
-			return nil, err
-		}
 		sep()
 		b = append(b, `"metadata":`...)
-		b = append(b, v...)
+		var err error
+		if b, err = appendFree(b, p.Metadata); err != nil {
+			return nil, err
+		}
 	}
 	return append(b, '}'), nil
 }
@@ -342,12 +343,116 @@ func appendMeta(b []byte, m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
 		return b, nil
 	}
-	v, err := json.Marshal(m)
+	b = append(b, `,"metadata":`...)
+	return appendFree(b, m)
+}
+
+// appendFree appends a free-form value (metadata, the value of a data part) as json.Marshal
+// writes it. The JSON-like values (maps with string keys, []any, strings, bools, finite floats,
+// Go integers) are written here; anything else, or anything nested deeper than maxFreeDepth
+// levels, is left to json.Marshal.
+func appendFree(b []byte, v any) ([]byte, error) {
+	n := len(b)
+	if out, ok := appendPlain(b, v, 0); ok {
+		return out, nil
+	}
+	enc, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, `,"metadata":`...)
-	return append(b, v...), nil
+	return append(b[:n], enc...), nil
+}
+
+// maxPlainDepth bounds the nesting appendPlain writes itself.
+const maxPlainDepth = 32
+
+// appendPlain is appendFree's fast path: ok is false for a value it leaves to json.Marshal.
+func appendPlain(b []byte, v any, depth int) (_ []byte, ok bool) {
+	if depth > maxPlainDepth {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case string:
+		return appendString(b, x), true
+	case float64:
+		return appendFloat(b, x)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case uint64:
+		return strconv.AppendUint(b, x, 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case []any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendPlain(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case []string:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		return appendStrings(b, x), true
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		var buf [8]string // the keys of a small map sort without an allocation
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, ok = appendPlain(b, x[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false
+}
+
+// appendFloat appends f as encoding/json does; ok is false for NaN and ±Inf, which it refuses.
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 becomes e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
 }
 
 func appendStrings(b []byte, ss []string) []byte {

@@ -179,3 +179,66 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	})
 }
+
+// freeCases are free-form values (metadata, data parts) appendFree writes itself or leaves to
+// json.Marshal; either way the bytes must be json.Marshal's.
+func freeCases() map[string]any {
+	cycle := map[string]any{}
+	cycle["self"] = cycle
+	deep := map[string]any{}
+	for d, i := deep, 0; i < 40; i++ {
+		next := map[string]any{}
+		d["d"] = next
+		d = next
+	}
+	many := map[string]any{}
+	for i := range 20 {
+		many[string(rune('a'+i))+"key"] = float64(i) / 3
+	}
+	return map[string]any{
+		"floats": []any{0.0, math.Copysign(0, -1), 1e-6, 9.99999e-7, 1e-7, 1.5e-9, 1e20, 1e21, 123456789.123, -2.5e300,
+			math.MaxFloat64, math.SmallestNonzeroFloat64, 0.1, 1.0 / 3},
+		"ints":        []any{int(-1), int64(math.MinInt64), int64(math.MaxInt64), int32(-7), uint64(math.MaxUint64), uint32(7)},
+		"strings":     []any{"", awkward, "<script>&</script>"},
+		"nils":        map[string]any{"m": map[string]any(nil), "a": []any(nil), "s": []string(nil), "n": nil},
+		"strs":        []string{"a", awkward},
+		"many keys":   many,
+		"nested":      map[string]any{"b": []any{map[string]any{"z": true, "a": false}, []any{}}, "a": map[string]any{}},
+		"deep":        deep,
+		"cycle":       cycle,
+		"NaN":         []any{1.0, math.NaN()},
+		"Inf":         map[string]any{"x": math.Inf(-1)},
+		"float32":     []any{float32(0.1)},
+		"other types": map[string]any{"t": time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "m": map[string]string{"k": "v"}, "i8": int8(3)},
+		"bad utf8":    map[string]any{"\xff": "a\xfe"},
+	}
+}
+
+func TestFreeSameAsMarshal(t *testing.T) {
+	t.Parallel()
+	for name, v := range freeCases() {
+		want, werr := json.Marshal(v)
+		got, err := appendFree([]byte("prefix"), v)
+		if (err != nil) != (werr != nil) {
+			t.Errorf("%s: appendFree error %v, json.Marshal error %v", name, err, werr)
+			continue
+		}
+		if err == nil && string(got) != "prefix"+string(want) {
+			t.Errorf("%s: appendFree = %s\nwant prefix + json.Marshal's %s", name, got, want)
+		}
+	}
+}
+
+func FuzzFreeSameAsMarshal(f *testing.F) {
+	f.Add(1.5, int64(-3), "k", awkward)
+	f.Add(1e-7, int64(math.MaxInt64), "", "")
+	f.Add(1e21, int64(0), "<", "\xff")
+	f.Fuzz(func(t *testing.T, x float64, i int64, k, s string) {
+		v := map[string]any{k: x, s: []any{i, s, x, uint64(i)}, "z" + k: map[string]any{s: nil}}
+		want, werr := json.Marshal(v)
+		got, err := appendFree(nil, v)
+		if (err != nil) != (werr != nil) || err == nil && string(got) != string(want) {
+			t.Fatalf("appendFree(%#v) = %s, %v; json.Marshal %s, %v", v, got, err, want, werr)
+		}
+	})
+}
