@@ -2,41 +2,66 @@ package binding
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"math"
 	"time"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/a2ajson"
 )
 
 // Direct conversions between A2A values and capnweb values for the capnweb binding's hot path.
 // They give exactly what toWire's and fromWire's JSON round trips (wire.go) give, without
-// encoding and parsing JSON, and decline whatever they cannot treat exactly as those do; the JSON
-// path then does the work, errors included.
+// building or walking trees of maps, and decline whatever they cannot treat exactly as those do;
+// the JSON path then does the work, errors included.
 //
-// Outbound, directWire converts stream responses and tasks field by field as a2a-go's ProtoJSON
-// encoding (its MarshalJSON methods and json tags) writes them, into the tree json.Unmarshal
-// would make of that: map[string]any, []any, string, float64, bool and nil. It declines strings
-// that are not valid UTF-8 (encoding/json replaces their bad bytes), metadata values other than
-// plain JSON-like ones and Go integers, non-finite numbers, timestamps RFC 3339 cannot write,
-// deep or cyclic metadata, and typed nil events. TestDirectWire checks it against JSON, and
-// TestDirectWireCovers that it knows every field.
+// Outbound, directWire writes stream responses and tasks with package a2ajson, which appends
+// the bytes json.Marshal gives (and fails where it fails), and hands them to capnweb as a
+// json.RawMessage: the peer reads the value it would read from toWire's JSON tree, and capnweb
+// copies the bytes into the message instead of encoding a tree. TestDirectWire checks it against
+// JSON, and TestDirectWireCovers that its cases set every field.
 //
 // Inbound, directFromWire decodes the requests of the hot path; see there.
 
-// maxDirectDepth bounds the nesting of metadata and data values converted directly; deeper
-// ones (or cyclic ones) go through JSON, which reports the cycle.
+// maxDirectDepth bounds the nesting of metadata and data values decoded directly; deeper ones
+// go through JSON.
 const maxDirectDepth = 32
 
-// plain converts strings and JSON-like values (metadata, data parts) in either direction,
-// with the rules of the JSON path it replaces: toWire's json.Marshal (Go integers are numbers;
-// strings must be valid UTF-8) or, inbound, wire.Plain (undefined members dropped,
-// undefined elements null, bytes base64, dates RFC 3339 in UTC). bad is set at the first value
-// it must leave to JSON.
+// wireSizeHint is the buffer a stream response starts in: an echo task's fits.
+const wireSizeHint = 512
+
+// directWire returns the capnweb value of v when v is of a type written directly.
+func directWire(v any) (any, bool) {
+	var b []byte
+	var err error
+	switch x := v.(type) {
+	case a2a.StreamResponse:
+		if x.Event == nil {
+			return nil, false
+		}
+		b, err = a2ajson.AppendEvent(make([]byte, 0, wireSizeHint), x.Event)
+	case *a2a.Task:
+		if x == nil {
+			return nil, false
+		}
+		b, err = a2ajson.AppendTask(make([]byte, 0, wireSizeHint), x)
+	default:
+		return nil, false
+	}
+	if err != nil {
+		return nil, false // the JSON path reports json.Marshal's error
+	}
+	return json.RawMessage(b), true
+}
+
+// plain converts the JSON-like values of a received request (metadata, data parts) with the
+// rules of the JSON path it replaces, wire.Plain: undefined members dropped, undefined
+// elements null, bytes base64, dates RFC 3339 in UTC, strings valid UTF-8. bad is set at the
+// first value it must leave to JSON.
 type plain struct {
-	bad     bool
-	inbound bool
+	bad bool
 }
 
 func (c *plain) str(s string) string {
@@ -46,15 +71,11 @@ func (c *plain) str(s string) string {
 	return s
 }
 
-// object copies o; nil stays nil outbound (JSON null) and becomes empty inbound (wire.Plain
-// makes a new map).
+// object copies o; nil becomes empty (wire.Plain makes a new map).
 func (c *plain) object(o map[string]any, depth int) map[string]any {
-	if o == nil && !c.inbound {
-		return nil
-	}
 	m := make(map[string]any, len(o))
 	for k, v := range o {
-		if c.inbound && v == capnweb.Undefined {
+		if v == capnweb.Undefined {
 			continue
 		}
 		m[c.str(k)] = c.value(v, depth+1)
@@ -74,282 +95,28 @@ func (c *plain) value(v any, depth int) any {
 		return c.str(x)
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
-			c.bad = true // json.Marshal and wire.Plain refuse it
+			c.bad = true // wire.Plain refuses it
 		}
 		return x
 	case map[string]any:
-		if m := c.object(x, depth); m != nil {
-			return m
-		}
-		return nil
+		return c.object(x, depth)
 	case []any:
-		if x == nil && !c.inbound {
-			return nil
-		}
 		a := make([]any, len(x))
 		for i, e := range x {
-			if !c.inbound || e != capnweb.Undefined {
+			if e != capnweb.Undefined {
 				a[i] = c.value(e, depth+1)
 			}
 		}
 		return a
-	}
-	if c.inbound {
-		switch x := v.(type) {
-		case []byte:
-			return base64.StdEncoding.EncodeToString(x)
-		case capnweb.TypedBytes:
-			return base64.StdEncoding.EncodeToString(x.Data)
-		case time.Time:
-			return x.UTC().Format(time.RFC3339Nano)
-		}
-	} else {
-		switch x := v.(type) {
-		case int:
-			return float64(x)
-		case int64:
-			return float64(x)
-		case int32:
-			return float64(x)
-		case uint64:
-			return float64(x)
-		case uint32:
-			return float64(x)
-		case []string:
-			if x == nil {
-				return nil
-			}
-			return strList(c, x)
-		}
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x)
+	case capnweb.TypedBytes:
+		return base64.StdEncoding.EncodeToString(x.Data)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
 	}
 	c.bad = true
 	return nil
-}
-
-// strList converts a list of strings (of any string type).
-func strList[S ~string](c *plain, ss []S) []any {
-	a := make([]any, len(ss))
-	for i, s := range ss {
-		a[i] = c.str(string(s))
-	}
-	return a
-}
-
-// direct converts one A2A value to its capnweb value.
-type direct struct{ plain }
-
-// directWire returns the capnweb value of v when v is of a type converted directly.
-func directWire(v any) (any, bool) {
-	var c direct
-	var out any
-	switch x := v.(type) {
-	case a2a.StreamResponse:
-		out = c.event(x.Event)
-	case *a2a.Task:
-		if x == nil {
-			return nil, false
-		}
-		out = c.task(x)
-	default:
-		return nil, false
-	}
-	return out, !c.bad
-}
-
-func (c *direct) event(ev a2a.Event) map[string]any {
-	var k string
-	var v any
-	switch e := ev.(type) {
-	case *a2a.Task:
-		k, v = "task", c.task(e)
-	case *a2a.Message:
-		k, v = "message", c.message(e)
-	case *a2a.TaskStatusUpdateEvent:
-		k, v = "statusUpdate", c.statusUpdate(e)
-	case *a2a.TaskArtifactUpdateEvent:
-		k, v = "artifactUpdate", c.artifactUpdate(e)
-	}
-	if v == nil {
-		c.bad = true // no event, or a typed nil one
-		return nil
-	}
-	return map[string]any{k: v}
-}
-
-func (c *direct) task(t *a2a.Task) any {
-	if t == nil {
-		return nil
-	}
-	m := make(map[string]any, 6)
-	m["id"] = c.str(string(t.ID))
-	if len(t.Artifacts) > 0 {
-		a := make([]any, len(t.Artifacts))
-		for i, x := range t.Artifacts {
-			a[i] = c.artifact(x)
-		}
-		m["artifacts"] = a
-	}
-	m["contextId"] = c.str(t.ContextID)
-	if len(t.History) > 0 {
-		a := make([]any, len(t.History))
-		for i, x := range t.History {
-			a[i] = c.message(x)
-		}
-		m["history"] = a
-	}
-	c.metadata(m, t.Metadata)
-	m["status"] = c.status(&t.Status)
-	return m
-}
-
-func (c *direct) status(s *a2a.TaskStatus) map[string]any {
-	m := make(map[string]any, 3)
-	if s.Message != nil {
-		m["message"] = c.message(s.Message)
-	}
-	m["state"] = c.str(s.State.String())
-	if s.Timestamp != nil {
-		m["timestamp"] = c.time(*s.Timestamp)
-	}
-	return m
-}
-
-func (c *direct) message(msg *a2a.Message) any {
-	if msg == nil {
-		return nil
-	}
-	m := make(map[string]any, 6)
-	m["messageId"] = c.str(msg.ID)
-	c.omitEmpty(m, "contextId", msg.ContextID)
-	putList(c, m, "extensions", msg.Extensions)
-	c.metadata(m, msg.Metadata)
-	m["parts"] = c.parts(msg.Parts)
-	putList(c, m, "referenceTaskIds", msg.ReferenceTasks)
-	m["role"] = c.str(msg.Role.String())
-	c.omitEmpty(m, "taskId", string(msg.TaskID))
-	return m
-}
-
-func (c *direct) artifact(a *a2a.Artifact) any {
-	if a == nil {
-		return nil
-	}
-	m := make(map[string]any, 3)
-	m["artifactId"] = c.str(string(a.ID))
-	c.omitEmpty(m, "description", a.Description)
-	putList(c, m, "extensions", a.Extensions)
-	c.metadata(m, a.Metadata)
-	c.omitEmpty(m, "name", a.Name)
-	m["parts"] = c.parts(a.Parts)
-	return m
-}
-
-func (c *direct) statusUpdate(e *a2a.TaskStatusUpdateEvent) any {
-	if e == nil {
-		return nil
-	}
-	m := make(map[string]any, 4)
-	m["contextId"] = c.str(e.ContextID)
-	m["status"] = c.status(&e.Status)
-	m["taskId"] = c.str(string(e.TaskID))
-	c.metadata(m, e.Metadata)
-	return m
-}
-
-func (c *direct) artifactUpdate(e *a2a.TaskArtifactUpdateEvent) any {
-	if e == nil {
-		return nil
-	}
-	m := make(map[string]any, 6)
-	if e.Append {
-		m["append"] = true
-	}
-	m["artifact"] = c.artifact(e.Artifact)
-	m["contextId"] = c.str(e.ContextID)
-	if e.LastChunk {
-		m["lastChunk"] = true
-	}
-	m["taskId"] = c.str(string(e.TaskID))
-	c.metadata(m, e.Metadata)
-	return m
-}
-
-// parts is ContentParts: null when nil, as its MarshalJSON writes it.
-func (c *direct) parts(ps a2a.ContentParts) any {
-	if ps == nil {
-		return nil
-	}
-	a := make([]any, len(ps))
-	for i, p := range ps {
-		a[i] = c.part(p)
-	}
-	return a
-}
-
-// part is Part.MarshalJSON's flattened object.
-func (c *direct) part(p *a2a.Part) any {
-	if p == nil {
-		return nil
-	}
-	m := make(map[string]any, 2)
-	switch v := p.Content.(type) {
-	case nil:
-	case a2a.Text:
-		m["text"] = c.str(string(v))
-	case a2a.Raw:
-		if v == nil {
-			m["raw"] = nil
-		} else {
-			m["raw"] = base64.StdEncoding.EncodeToString(v)
-		}
-	case a2a.Data:
-		m["data"] = c.value(v.Value, 0)
-	case a2a.URL:
-		if v != "" {
-			m["url"] = c.str(string(v))
-		}
-	default:
-		c.bad = true
-	}
-	c.omitEmpty(m, "filename", p.Filename)
-	c.omitEmpty(m, "mediaType", p.MediaType)
-	c.metadata(m, p.Metadata)
-	return m
-}
-
-func (c *direct) omitEmpty(m map[string]any, k, s string) {
-	if s != "" {
-		m[k] = c.str(s)
-	}
-}
-
-// putList sets m[k] to the strings of ss unless there are none (omitempty).
-func putList[S ~string](c *direct, m map[string]any, k string, ss []S) {
-	if len(ss) > 0 {
-		m[k] = strList(&c.plain, ss)
-	}
-}
-
-// time is time.Time.MarshalJSON's RFC 3339 string, which refuses years outside [0,9999] and
-// zone offsets of 24 hours or more.
-func (c *direct) time(t time.Time) string {
-	s := t.Format(time.RFC3339Nano)
-	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' {
-		c.bad = true
-	} else if s[len(s)-1] != 'Z' {
-		sign, h := s[len(s)-6], s[len(s)-5:len(s)-3]
-		if ('0' <= sign && sign <= '9') || h >= "24" {
-			c.bad = true
-		}
-	}
-	return s
-}
-
-// metadata sets m["metadata"] unless md is empty (omitempty).
-func (c *direct) metadata(m map[string]any, md map[string]any) {
-	if len(md) > 0 {
-		m["metadata"] = c.object(md, 0)
-	}
 }
 
 // directFromWire decodes v into dst, a fresh SendMessageRequest or GetTaskRequest, when v has
@@ -363,7 +130,7 @@ func directFromWire(v any, dst any) bool {
 	if !ok {
 		return false
 	}
-	r := reader{plain{inbound: true}}
+	r := reader{plain{}}
 	switch x := dst.(type) {
 	case *a2a.SendMessageRequest:
 		var req a2a.SendMessageRequest

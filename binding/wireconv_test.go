@@ -62,13 +62,14 @@ func directWireCases() map[string]any {
 	}
 }
 
-// fallbackCases are values the direct conversion leaves to JSON; toWire must still give what
-// JSON gives (or fail as it does).
-func fallbackCases() map[string]any {
+// awkwardCases are values json.Marshal writes in its own way (replacing bad UTF-8, formatting
+// floats and times, refusing what JSON cannot hold); toWire must give what JSON gives, or fail
+// as it does.
+func awkwardCases() map[string]any {
 	year10000 := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	far := time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("far", 24*3600))
 	deep := map[string]any{}
-	for d, i := deep, 0; i <= maxDirectDepth; i++ {
+	for d, i := deep, 0; i <= 40; i++ {
 		next := map[string]any{}
 		d["d"] = next
 		d = next
@@ -96,44 +97,52 @@ func fallbackCases() map[string]any {
 	}
 }
 
+// TestDirectWire: toWire gives the value JSON gives (jsonWire: json.Marshal, then
+// json.Unmarshal into a tree), or its error; the hot path's values go as json.RawMessage, with
+// json.Marshal's bytes.
 func TestDirectWire(t *testing.T) {
 	t.Parallel()
+	check := func(t *testing.T, v any, wantDirect bool) {
+		want, wantErr := jsonWire(v)
+		got, err := toWire(v)
+		if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("toWire() error = %v, want %v", err, wantErr)
+		}
+		raw, direct := got.(json.RawMessage)
+		if wantDirect && !direct {
+			t.Fatalf("toWire() = %T, want a json.RawMessage", got)
+		}
+		if direct {
+			if b, _ := json.Marshal(v); string(b) != string(raw) {
+				t.Errorf("toWire() = %s\nwant json.Marshal's %s", raw, b)
+			}
+			var tree any
+			if err := json.Unmarshal(raw, &tree); err != nil {
+				t.Fatal(err)
+			}
+			got = tree
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("toWire() differs from JSON (-want +got):\n%s", diff)
+		}
+	}
 	for name, v := range directWireCases() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want, err := jsonWire(v)
-			if err != nil {
-				t.Fatalf("jsonWire() = %v", err)
-			}
-			got, ok := directWire(v)
-			if !ok {
-				t.Fatal("directWire() fell back to JSON")
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("directWire() differs from JSON (-want +got):\n%s", diff)
-			}
+			check(t, v, true)
 		})
 	}
-	for name, v := range fallbackCases() {
-		t.Run("fallback/"+name, func(t *testing.T) {
+	for name, v := range awkwardCases() {
+		t.Run("awkward/"+name, func(t *testing.T) {
 			t.Parallel()
-			if _, ok := directWire(v); ok {
-				t.Error("directWire() converted it: want the JSON path")
-			}
-			want, wantErr := jsonWire(v)
-			got, err := toWire(v)
-			if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) {
-				t.Fatalf("toWire() error = %v, want %v", err, wantErr)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("toWire() differs from JSON (-want +got):\n%s", diff)
-			}
+			check(t, v, false)
 		})
 	}
 }
 
 // TestDirectWireCovers fails when a type the direct conversion handles has a field that
-// fullTask leaves zero: a field a new a2a-go version added, which the conversion would drop.
+// fullTask leaves zero: a field a new a2a-go version added, which TestDirectWire would then not
+// hold package a2ajson to.
 func TestDirectWireCovers(t *testing.T) {
 	t.Parallel()
 	seen := map[reflect.Type]map[string]bool{}
