@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
@@ -20,38 +21,53 @@ func (e *encoder) rawMessage(raw json.RawMessage, depth int) error {
 	if !utf8.Valid(raw) {
 		return typeErrorf("json.RawMessage is not valid UTF-8")
 	}
-	t := rawTranscoder{in: raw, out: e.b}
+	// One growth up front: the copy is as long as raw, plus two bytes per array, less any
+	// whitespace.
+	t := rawTranscoder{in: raw, out: slices.Grow(e.b, len(raw)+len(raw)/16+8)}
 	if err := t.value(depth); err != nil {
 		return err
 	}
 	if t.ws(); t.i < len(t.in) {
 		return t.errorf("data after the value")
 	}
+	t.flush(len(t.in))
 	e.b = t.out
 	return nil
 }
 
-// rawTranscoder copies one JSON value from in to out in wire form.
+// rawTranscoder copies one JSON value from in to out in wire form. It reads in byte by byte,
+// but copies it in runs: what is not whitespace or a bracket of an array is copied as it is,
+// when the run ends (flush).
 type rawTranscoder struct {
-	in  []byte
-	i   int
-	out []byte
+	in   []byte
+	i    int // the next byte to read
+	mark int // the first byte of in not copied yet
+	out  []byte
+}
+
+// flush copies in[mark:to] to out.
+func (t *rawTranscoder) flush(to int) {
+	t.out = append(t.out, t.in[t.mark:to]...)
+	t.mark = to
 }
 
 func (t *rawTranscoder) errorf(what string) error {
 	return typeErrorf("json.RawMessage is not valid JSON: %s at offset %d", what, t.i)
 }
 
+// ws skips whitespace, which is not copied.
 func (t *rawTranscoder) ws() {
-	for t.i < len(t.in) {
-		switch t.in[t.i] {
-		case ' ', '\t', '\n', '\r':
-			t.i++
-		default:
-			return
-		}
+	if t.i >= len(t.in) || !isSpace(t.in[t.i]) {
+		return
 	}
+	t.flush(t.i)
+	for t.i < len(t.in) && isSpace(t.in[t.i]) {
+		t.i++
+	}
+	t.mark = t.i
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func (t *rawTranscoder) value(depth int) error {
 	if depth > maxEncodeDepth {
@@ -84,10 +100,10 @@ func (t *rawTranscoder) value(depth int) error {
 // array copies an array as an escaped one: [[...]].
 func (t *rawTranscoder) array(depth int) error {
 	t.i++
-	t.out = append(t.out, "[["...)
+	t.flush(t.i)
+	t.out = append(t.out, '[')
 	if t.ws(); t.i < len(t.in) && t.in[t.i] == ']' {
-		t.i++
-		t.out = append(t.out, "]]"...)
+		t.closeArray()
 		return nil
 	}
 	for {
@@ -99,16 +115,22 @@ func (t *rawTranscoder) array(depth int) error {
 		}
 		switch t.in[t.i] {
 		case ',':
-			t.out = append(t.out, ',')
-		case ']':
 			t.i++
-			t.out = append(t.out, "]]"...)
+		case ']':
+			t.closeArray()
 			return nil
 		default:
 			return t.errorf("want , or ] in an array")
 		}
-		t.i++
 	}
+}
+
+// closeArray writes the ] at t.i as ]].
+func (t *rawTranscoder) closeArray() {
+	t.flush(t.i)
+	t.i++
+	t.mark = t.i
+	t.out = append(t.out, "]]"...)
 }
 
 // smallObject: objects with up to this many keys look for a duplicate key among the keys seen
@@ -117,10 +139,8 @@ const smallObject = 16
 
 func (t *rawTranscoder) object(depth int) error {
 	t.i++
-	t.out = append(t.out, '{')
 	if t.ws(); t.i < len(t.in) && t.in[t.i] == '}' {
 		t.i++
-		t.out = append(t.out, '}')
 		return nil
 	}
 	var small [smallObject][]byte
@@ -160,7 +180,6 @@ func (t *rawTranscoder) object(depth int) error {
 			return t.errorf("want : after a key")
 		}
 		t.i++
-		t.out = append(t.out, ':')
 		if err := t.value(depth + 1); err != nil {
 			return err
 		}
@@ -169,29 +188,34 @@ func (t *rawTranscoder) object(depth int) error {
 		}
 		switch t.in[t.i] {
 		case ',':
-			t.out = append(t.out, ',')
+			t.i++
 		case '}':
 			t.i++
-			t.out = append(t.out, '}')
 			return nil
 		default:
 			return t.errorf("want , or } in an object")
 		}
-		t.i++
 	}
 }
 
-// str copies the string at t.i and returns what it says: the bytes between its quotes, or for
-// a string with escapes, those read.
+// str reads the string at t.i and returns what it says: the bytes between its quotes, or for a
+// string with escapes, those read.
 func (t *rawTranscoder) str() ([]byte, error) {
 	start := t.i
 	t.i++
 	escaped := false
-	for t.i < len(t.in) {
+	for {
+		in, i := t.in, t.i // locals: the loop runs without reloading fields
+		for i < len(in) && strPlain[in[i]] {
+			i++
+		}
+		t.i = i
+		if t.i >= len(t.in) {
+			return nil, t.errorf("unterminated string")
+		}
 		switch c := t.in[t.i]; {
 		case c == '"':
 			t.i++
-			t.out = append(t.out, t.in[start:t.i]...)
 			s := t.in[start+1 : t.i-1]
 			if escaped {
 				return unescapeJSON(s)
@@ -213,14 +237,20 @@ func (t *rawTranscoder) str() ([]byte, error) {
 			default:
 				return nil, t.errorf("bad escape")
 			}
-		case c < 0x20:
-			return nil, t.errorf("control character in a string")
 		default:
-			t.i++
+			return nil, t.errorf("control character in a string")
 		}
 	}
-	return nil, t.errorf("unterminated string")
 }
+
+// strPlain marks the bytes a string holds as they are: not a quote, a backslash or a control
+// character.
+var strPlain = func() (a [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		a[c] = c != '"' && c != '\\'
+	}
+	return a
+}()
 
 // unescapeJSON reads the escapes of s, the inside of a valid JSON string.
 func unescapeJSON(s []byte) ([]byte, error) {
@@ -244,13 +274,11 @@ func (t *rawTranscoder) literal(word string) error {
 		return t.errorf("bad literal")
 	}
 	t.i += len(word)
-	t.out = append(t.out, word...)
 	return nil
 }
 
-// number copies a number as JSON writes it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+// number reads a number as JSON writes it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
 func (t *rawTranscoder) number() error {
-	start := t.i
 	if t.in[t.i] == '-' {
 		t.i++
 	}
@@ -275,7 +303,6 @@ func (t *rawTranscoder) number() error {
 			return t.errorf("bad number")
 		}
 	}
-	t.out = append(t.out, t.in[start:t.i]...)
 	return nil
 }
 

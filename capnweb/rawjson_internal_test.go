@@ -162,3 +162,17 @@ func nesting(b []byte) int {
 	}
 	return most
 }
+
+// BenchmarkEncodeRawMessage: an A2A task, as the binding sends it, into a resolve message.
+func BenchmarkEncodeRawMessage(b *testing.B) {
+	raw := json.RawMessage(`{"task":{"id":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90","status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-05-01T12:00:00.123456789Z"},"artifacts":[{"artifactId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e91","parts":[{"text":"echo: task hello"}]}],"history":[{"messageId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e92","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90","taskId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","role":"ROLE_USER","parts":[{"text":"task hello"}]}],"metadata":{"a2awebcap.seq":3}}}`)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		e := encoder{b: make([]byte, 0, 64)}
+		e.b = append(e.b, `["resolve",1,`...)
+		if err := e.value(raw, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
