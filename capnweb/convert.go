@@ -66,15 +66,17 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 	if vt == t {
 		return reflect.ValueOf(v), nil // no Convert: it copies (allocates) even to the same type
 	}
-	if vt.AssignableTo(t) {
-		return reflect.ValueOf(v).Convert(t), nil
-	}
 	if _, ok := v.(json.RawMessage); ok {
+		// The value it holds, as the peer would receive it (not its bytes, unless asked for
+		// a json.RawMessage: vt == t above).
 		pv, err := rawValue(v)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return convertTo(pv, t)
+	}
+	if vt.AssignableTo(t) {
+		return reflect.ValueOf(v).Convert(t), nil
 	}
 	switch t {
 	case errType:

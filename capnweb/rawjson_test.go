@@ -85,6 +85,15 @@ func TestDecodeRawMessage(t *testing.T) {
 	if err := capnweb.Decode(json.RawMessage(`{"id":`), &dst); err == nil {
 		t.Error("Decode(invalid JSON): no error")
 	}
+	// Into []byte it is the value it holds, as a peer would get it, not the JSON text.
+	var b []byte
+	if err := capnweb.Decode(json.RawMessage(`{"id":"x"}`), &b); err == nil {
+		t.Errorf("Decode(an object, *[]byte) = %q, want an error", b)
+	}
+	var raw json.RawMessage
+	if err := capnweb.Decode(json.RawMessage(`{"id":"x"}`), &raw); err != nil || string(raw) != `{"id":"x"}` {
+		t.Errorf("Decode(json.RawMessage, *json.RawMessage) = %s, %v", raw, err)
+	}
 }
 
 func newDocsEnv(t *testing.T, m mode) *capnweb.Session {
