@@ -42,9 +42,19 @@ var (
 	urlType      = reflect.TypeFor[*url.URL]()
 	headerType   = reflect.TypeFor[http.Header]()
 	errorPtrType = reflect.TypeFor[*Error]()
+
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
 )
 
 func convertTo(v any, t reflect.Type) (reflect.Value, error) {
+	if _, ok := v.(json.RawMessage); ok && t != rawMessageType {
+		// The value it holds, as a peer would receive it, not its bytes.
+		pv, err := rawValue(v)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return convertTo(pv, t)
+	}
 	if t == anyType {
 		if v == nil {
 			return reflect.Zero(t), nil
@@ -65,15 +75,6 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 	vt := reflect.TypeOf(v)
 	if vt == t {
 		return reflect.ValueOf(v), nil // no Convert: it copies (allocates) even to the same type
-	}
-	if _, ok := v.(json.RawMessage); ok {
-		// The value it holds, as the peer would receive it (not its bytes, unless asked for
-		// a json.RawMessage: vt == t above).
-		pv, err := rawValue(v)
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return convertTo(pv, t)
 	}
 	if vt.AssignableTo(t) {
 		return reflect.ValueOf(v).Convert(t), nil

@@ -90,6 +90,10 @@ func TestDecodeRawMessage(t *testing.T) {
 	if err := capnweb.Decode(json.RawMessage(`{"id":"x"}`), &b); err == nil {
 		t.Errorf("Decode(an object, *[]byte) = %q, want an error", b)
 	}
+	var tree any
+	if err := capnweb.Decode(json.RawMessage(`{"id":"x"}`), &tree); err != nil || tree.(map[string]any)["id"] != "x" {
+		t.Errorf("Decode(json.RawMessage, *any) = %#v, %v; want the object", tree, err)
+	}
 	var raw json.RawMessage
 	if err := capnweb.Decode(json.RawMessage(`{"id":"x"}`), &raw); err != nil || string(raw) != `{"id":"x"}` {
 		t.Errorf("Decode(json.RawMessage, *json.RawMessage) = %s, %v", raw, err)
