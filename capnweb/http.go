@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/internal/gopool"
 	"github.com/a2awebcap/a2awebcap/internal/ws"
 )
 
@@ -45,13 +46,17 @@ type Handler struct {
 	sessions map[*Session]struct{}
 	closed   bool
 	wg       sync.WaitGroup
+
+	// readers runs the read loops of batch sessions. A batch's calls run there, and a fresh
+	// goroutine for each batch grew its stack again each time (runtime.copystack).
+	readers *gopool.Pool
 }
 
 // NewHandler returns a handler whose sessions offer the main object newMain returns for each
 // request (for example one scoped to the request's credentials). An error from newMain is
 // answered with 401 if it is ErrUnauthorized, else 500, before any session starts.
 func NewHandler(newMain func(r *http.Request) (any, error), opts *HandlerOptions) *Handler {
-	h := &Handler{newMain: newMain, sessions: map[*Session]struct{}{}}
+	h := &Handler{newMain: newMain, sessions: map[*Session]struct{}{}, readers: gopool.New(workerIdle)}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -94,6 +99,7 @@ func (h *Handler) Close() error {
 		s.shutdown(ErrSessionClosed, false)
 	}
 	h.wg.Wait()
+	h.readers.Close()
 	return nil
 }
 
@@ -169,13 +175,15 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
 		msgs = bytes.Split(body, []byte("\n"))
 	}
 	t := &batchServerTransport{in: msgs, allIn: make(chan struct{}), closed: make(chan struct{})}
-	s := newSession(t, main, &h.opts.Session, batchServer, true)
+	s := newSession(t, main, &h.opts.Session, batchServer, false)
 	if !h.track(s) {
 		s.Close()
 		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	defer h.untrack(s)
+	s.wg.Add(1)
+	h.readers.Go(s.readLoop)
 	timeout := h.opts.BatchTimeout
 	if timeout <= 0 {
 		timeout = time.Minute

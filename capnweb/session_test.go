@@ -268,7 +268,8 @@ func TestBatchHTTP(t *testing.T) {
 	}
 }
 
-// Shutting the handler down closes every WebSocket session and leaks no goroutine.
+// Shutting the handler down closes every WebSocket session and leaks no goroutine, batches'
+// included.
 func TestShutdownClosesSessions(t *testing.T) {
 	before := runtime.NumGoroutine()
 	api := &capnwebtest.API{}
@@ -285,6 +286,12 @@ func TestShutdownClosesSessions(t *testing.T) {
 	}
 	if got := h.Sessions(); got != 5 {
 		t.Errorf("Handler.Sessions() = %d, want 5", got)
+	}
+	// Batches too: their read loops run on the handler's reused goroutines, which Close ends.
+	for range 3 {
+		b := capnweb.NewBatchSession(ts.URL, nil, nil)
+		capnwebtest.Await[float64](t, b.Main().Call("add", 2, 2))
+		b.Close()
 	}
 	h.Close()
 	for _, c := range clients {
