@@ -225,7 +225,15 @@ func (c *Conn) releaseIfEmpty() bool {
 // passes).
 func (c *Conn) waitSocket() error {
 	var perr error
+	peeked := false
 	err := c.raw.Read(func(fd uintptr) bool {
+		if peeked {
+			// Called again: the poller saw the socket become readable since the peek (or it
+			// was woken for less, and the read that follows waits as any read does). A second
+			// peek would only cost a system call on every message.
+			return true
+		}
+		peeked = true
 		ready, err := peek(fd)
 		perr = err
 		return ready || err != nil
