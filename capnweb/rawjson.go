@@ -254,17 +254,9 @@ var strPlain = func() (a [256]bool) {
 
 // unescapeJSON reads the escapes of s, the inside of a valid JSON string.
 func unescapeJSON(s []byte) ([]byte, error) {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); {
-		if s[i] != '\\' {
-			out = append(out, s[i])
-			i++
-			continue
-		}
-		var err error
-		if out, i, err = jsonstr.AppendUnescaped(out, s, i); err != nil {
-			return nil, typeErrorf("json.RawMessage is not valid JSON: %v", err)
-		}
+	out, err := jsonstr.Unescape(s)
+	if err != nil {
+		return nil, typeErrorf("json.RawMessage is not valid JSON: %v", err)
 	}
 	return out, nil
 }

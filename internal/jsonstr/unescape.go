@@ -13,6 +13,24 @@ var (
 	ErrBadUnicode = errors.New(`invalid \u escape`)
 )
 
+// Unescape returns the characters of s, the inside of a JSON string literal, with its escape
+// sequences read (see AppendUnescaped).
+func Unescape(s []byte) ([]byte, error) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			i++
+			continue
+		}
+		var err error
+		if out, i, err = AppendUnescaped(out, s, i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // AppendUnescaped appends the character the escape sequence at data[i] (a backslash) stands
 // for, as JSON.parse and encoding/json read it: a \u escape of a high surrogate followed by a
 // \u escape of a low one is one character, and any other surrogate becomes U+FFFD. It returns
