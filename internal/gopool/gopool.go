@@ -9,6 +9,7 @@ package gopool
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +19,7 @@ type Pool struct {
 	work      chan func()
 	done      chan struct{}
 	closeOnce sync.Once
+	live      atomic.Int64 // workers started and not yet ended (for the tests)
 }
 
 // New returns a pool whose idle workers end after waiting idle for a task.
@@ -31,6 +33,7 @@ func (p *Pool) Go(f func()) {
 	select {
 	case p.work <- f:
 	default:
+		p.live.Add(1)
 		go p.worker(f)
 	}
 }
@@ -42,6 +45,7 @@ func (p *Pool) Close() {
 }
 
 func (p *Pool) worker(f func()) {
+	defer p.live.Add(-1)
 	var idle *time.Timer
 	for {
 		f()
