@@ -83,7 +83,7 @@ func (t *rawTranscoder) value(depth int) error {
 	case c == '[':
 		return t.array(depth)
 	case c == '"':
-		_, err := t.str()
+		_, _, err := t.str()
 		return err
 	case c == 't':
 		return t.literal("true")
@@ -151,7 +151,10 @@ func (t *rawTranscoder) object(depth int) error {
 			return t.errorf("want a key")
 		}
 		at := t.i
-		k, err := t.str()
+		k, escaped, err := t.str()
+		if err == nil && escaped {
+			k, err = unescapeJSON(k)
+		}
 		if err != nil {
 			return err
 		}
@@ -198,12 +201,11 @@ func (t *rawTranscoder) object(depth int) error {
 	}
 }
 
-// str reads the string at t.i and returns what it says: the bytes between its quotes, or for a
-// string with escapes, those read.
-func (t *rawTranscoder) str() ([]byte, error) {
+// str reads the string at t.i and returns the bytes between its quotes, and whether they hold
+// escapes (only keys are read further, to compare them).
+func (t *rawTranscoder) str() (s []byte, escaped bool, err error) {
 	start := t.i
 	t.i++
-	escaped := false
 	for {
 		in, i := t.in, t.i // locals: the loop runs without reloading fields
 		for i < len(in) && strPlain[in[i]] {
@@ -211,34 +213,30 @@ func (t *rawTranscoder) str() ([]byte, error) {
 		}
 		t.i = i
 		if t.i >= len(t.in) {
-			return nil, t.errorf("unterminated string")
+			return nil, false, t.errorf("unterminated string")
 		}
 		switch c := t.in[t.i]; {
 		case c == '"':
 			t.i++
-			s := t.in[start+1 : t.i-1]
-			if escaped {
-				return unescapeJSON(s)
-			}
-			return s, nil
+			return t.in[start+1 : t.i-1], escaped, nil
 		case c == '\\':
 			escaped = true
 			if t.i+1 >= len(t.in) {
-				return nil, t.errorf("unterminated string")
+				return nil, false, t.errorf("unterminated string")
 			}
 			switch t.in[t.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				t.i += 2
 			case 'u':
 				if t.i+6 > len(t.in) || !isHex(t.in[t.i+2]) || !isHex(t.in[t.i+3]) || !isHex(t.in[t.i+4]) || !isHex(t.in[t.i+5]) {
-					return nil, t.errorf(`bad \u escape`)
+					return nil, false, t.errorf(`bad \u escape`)
 				}
 				t.i += 6
 			default:
-				return nil, t.errorf("bad escape")
+				return nil, false, t.errorf("bad escape")
 			}
 		default:
-			return nil, t.errorf("control character in a string")
+			return nil, false, t.errorf("control character in a string")
 		}
 	}
 }
