@@ -61,9 +61,13 @@ type config struct {
 	rounds     int           // alternating rounds a measurement is split into
 	streamN    int           // artifact updates per token stream (16 in flight)
 	burstN     int           // artifact updates of the long stream (1 in flight)
+	match      string        // when set, only the measurements whose name contains it run
 }
 
 func (c *config) want(w string) bool { return c.only == nil || c.only[w] }
+
+// measures reports whether the measurement key (e.g. "send-task/c16") runs under -match.
+func (c *config) measures(key string) bool { return strings.Contains(key, c.match) }
 
 // selected reports whether -servers selected name (one of selectNames).
 func (c *config) selected(name string) bool { return slices.Contains(c.servers, name) }
@@ -85,6 +89,7 @@ func main() {
 	rounds := flag.Int("rounds", 0, "alternating rounds each measurement is split into (default 4, 2 with -quick)")
 	streamN := flag.Int("stream-n", 100, "artifact update events per token stream (16 streams in flight)")
 	burstN := flag.Int("burst-n", 1000, "artifact update events of the long stream (one stream at a time)")
+	match := flag.String("match", "", "run only the measurements whose name contains this (e.g. send-task/c16), to profile one")
 	flag.Parse()
 
 	switch *role {
@@ -103,7 +108,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	cfg := &config{quick: *quick, jsonPath: *jsonPath, streamN: *streamN, burstN: *burstN}
+	cfg := &config{quick: *quick, jsonPath: *jsonPath, streamN: *streamN, burstN: *burstN, match: *match}
 	cfg.dur, cfg.warm, cfg.maxCalls, cfg.rounds = 5*time.Second, 500*time.Millisecond, 1_000_000, 4
 	if cfg.quick {
 		cfg.dur, cfg.warm, cfg.maxCalls, cfg.rounds = 1*time.Second, 150*time.Millisecond, 200_000, 2

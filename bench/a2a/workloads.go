@@ -225,7 +225,7 @@ type setupFunc func(ctx context.Context, c *contender, hc *http.Client) (callFun
 // alternate between them (the starting one rotates), so that a burst of background load on this
 // shared machine hits all of them alike. client names the JSON-RPC client in the results.
 func (r *runner) compare(ctx context.Context, key, client string, contenders []*contender, workers int, stream bool, setup setupFunc) {
-	if ctx.Err() != nil || len(contenders) == 0 {
+	if ctx.Err() != nil || len(contenders) == 0 || !r.cfg.measures(key) {
 		return
 	}
 	type entry struct {
