@@ -20,6 +20,10 @@
 //		return &Calculator{}, nil
 //	}, nil))
 //
+// Calls start in the order they arrive. A method that is about to block calls Blocking, so
+// the calls behind it need not wait; one whose answer comes from another goroutine returns a
+// Deferred instead, and holds no goroutine while it waits.
+//
 // # Calling the peer
 //
 // Calls return a *Promise at once. Calls and property reads on a promise pipeline: they travel

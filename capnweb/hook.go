@@ -170,6 +170,24 @@ func (p *promiseHook) onSettled(f func()) {
 	f()
 }
 
+// pendingLocal returns the local promise that h, a chain of settled local promises, still waits
+// on; nil when h ends in anything else (a value, a remote promise).
+func pendingLocal(h hook) *promiseHook {
+	for {
+		p, ok := h.(*promiseHook)
+		if !ok {
+			return nil
+		}
+		p.mu.Lock()
+		r := p.res
+		p.mu.Unlock()
+		if r == nil {
+			return p
+		}
+		h = r
+	}
+}
+
 // tryPull is pull when the value is at hand; ok is false when pulling would block.
 func tryPull(h hook) (v any, err error, ok bool) {
 	switch x := h.(type) {
