@@ -21,6 +21,8 @@
 //   - The 1.0 semantics of each operation: blocking sends by default and returnImmediately,
 //     historyLength everywhere, resuming input-required tasks with a follow-up message, cancel,
 //     ListTasks with every filter and cursor pagination.
+//   - SendMessageFunc, a blocking send that holds no goroutine while the agent works: the
+//     goroutine that settles the task calls back with the outcome (the capnweb binding uses it).
 //
 // Use it with a store and an executor:
 //

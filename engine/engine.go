@@ -197,6 +197,10 @@ type taskState struct {
 	// closed (wakeLocked): a publish nobody waits for makes no channel.
 	changed chan struct{}
 	settled chan struct{}
+	// wakers are called where settled is closed, by the goroutine that closes it, once it has
+	// released mu (unlock runs fire): the sends waiting without a goroutine (SendMessageFunc).
+	wakers  []func()
+	fire    []func()
 	watches int
 	reply   *a2a.Message // a direct message reply (the task was never created)
 	refusal error        // an A2A error the executor answered with before creating the task
@@ -266,6 +270,20 @@ func (ts *taskState) wakeLocked(final bool) {
 	if final && ts.settled != nil {
 		close(ts.settled)
 		ts.settled = nil
+	}
+	if final && len(ts.wakers) > 0 {
+		ts.fire = append(ts.fire, ts.wakers...)
+		ts.wakers = nil
+	}
+}
+
+// unlock releases mu, then calls the wakers wakeLocked made due.
+func (ts *taskState) unlock() {
+	fire := ts.fire
+	ts.fire = nil
+	ts.mu.Unlock()
+	for _, f := range fire {
+		f()
 	}
 }
 
@@ -366,7 +384,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			ts.run = nil
 		}
 		ts.wakeLocked(true)
-		ts.mu.Unlock()
+		ts.unlock()
 		e.mu.Lock()
 		ts.mu.Lock()
 		idle := ts.watches == 0 && ts.run == nil
@@ -423,7 +441,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			ts.mu.Lock()
 			e.publishLocked(ts, rec, logged)
 			settleLocked(ts, r, rec)
-			ts.mu.Unlock()
+			ts.unlock()
 			return nil
 		}
 		next := *rec
@@ -436,7 +454,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		ts.mu.Lock()
 		e.publishLocked(ts, rec, evs)
 		settleLocked(ts, r, rec)
-		ts.mu.Unlock()
+		ts.unlock()
 		return nil
 	}
 	fail := func(text string) {
@@ -624,64 +642,14 @@ const watchYield = 4
 // SendMessage), and whose stops are among the states that end a stream.
 func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool, finalOnly bool) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
-		seq := afterSeq
+		c := cursor{seq: afterSeq, after: afterSeq}
 		for {
-			ts.mu.Lock()
-			var batch []store.Event
-			var known int64 // the newest event we know was stored
-			if ts.rec != nil {
-				known = ts.rec.LastSeq
-			}
-			// The ring holds the newest events; older ones are read back from the log.
-			fromStore := seq < known && (len(ts.ring) == 0 || ts.ring[0].Seq > seq+1)
-			if !fromStore {
-				for _, ev := range ts.ring {
-					if ev.Seq > seq {
-						batch = append(batch, ev)
-					}
-				}
-			}
-			changed := ts.waitLocked(finalOnly)
-			running := ts.run != nil
-			reply, refusal := ts.reply, ts.refusal
-			ts.mu.Unlock()
-			if fromStore {
-				evs, err := e.st.Events(ctx, owner, ts.id, seq, 0)
-				if err != nil {
-					yield(store.Event{}, err)
-					return
-				}
-				batch = evs
-			}
-			if refusal != nil && seq == 0 && len(batch) == 0 {
-				yield(store.Event{}, refusal)
-				return
-			}
-			if reply != nil && seq == 0 && len(batch) == 0 {
-				yield(store.Event{TaskID: ts.id, Event: reply}, nil)
-				return
-			}
-			for i, ev := range batch {
-				opening := seq == afterSeq // a stream's first event (the task as it stands) never ends it
-				seq = ev.Seq
-				if i > 0 && i%watchYield == 0 {
-					runtime.Gosched()
-				}
-				if !yield(ev, nil) {
-					return
-				}
-				if st, ok := stateAfter(ev.Event); ok && stops(st) && !opening && !resumeSnapshot(ev.Event, st) {
-					return
-				}
-			}
-			if len(batch) > 0 {
-				continue
-			}
-			if !running && !e.mayRun(ts) {
+			wait, over := e.advance(ctx, ts, owner, &c, stops, finalOnly, nil, yield)
+			if over {
 				return
 			}
 			select {
-			case <-changed:
+			case <-wait:
 			case <-ctx.Done():
 				yield(store.Event{}, context.Cause(ctx))
 				return
@@ -690,12 +658,83 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 	}
 }
 
-// mayRun reports whether a task without a running execution can still produce events: it is
-// interrupted (a follow-up message resumes it). Only interrupted tasks are worth waiting on.
-func (e *Engine) mayRun(ts *taskState) bool {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	return ts.rec != nil && store.IsInterrupted(ts.rec.Task.Status.State)
+// cursor is where a watch of a task's events stands: the last event it yielded, and the one it
+// started after.
+type cursor struct{ seq, after int64 }
+
+// advance yields the events after c.seq that are at hand, in order, moving c on, and reports
+// whether the watch is over: the task reached a state in stops, nothing more can come, the
+// agent refused or answered directly, reading failed (yielded as an error), or yield returned
+// false. When it is not over, advance has armed the wake-up, in the same critical section that
+// found nothing new: wait is the channel to wait on, or, when wake is set (only with finalOnly),
+// wake will be called by the goroutine that publishes the next state that ends a stream, or ends
+// the run.
+func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, c *cursor, stops func(a2a.TaskState) bool, finalOnly bool, wake func(), yield func(store.Event, error) bool) (wait <-chan struct{}, over bool) {
+	for {
+		ts.mu.Lock()
+		var batch []store.Event
+		var known int64 // the newest event we know was stored
+		if ts.rec != nil {
+			known = ts.rec.LastSeq
+		}
+		// The ring holds the newest events; older ones are read back from the log.
+		fromStore := c.seq < known && (len(ts.ring) == 0 || ts.ring[0].Seq > c.seq+1)
+		if !fromStore {
+			for _, ev := range ts.ring {
+				if ev.Seq > c.seq {
+					batch = append(batch, ev)
+				}
+			}
+		}
+		running := ts.run != nil
+		// Only an interrupted task is worth waiting on once its run is over: a follow-up
+		// message resumes it.
+		mayRun := ts.rec != nil && store.IsInterrupted(ts.rec.Task.Status.State)
+		reply, refusal := ts.reply, ts.refusal
+		answered := c.seq == 0 && (reply != nil || refusal != nil)
+		if !fromStore && len(batch) == 0 && !answered && (running || mayRun) {
+			if wake != nil {
+				ts.wakers = append(ts.wakers, wake)
+			} else {
+				wait = ts.waitLocked(finalOnly)
+			}
+			ts.mu.Unlock()
+			return wait, false
+		}
+		ts.mu.Unlock()
+		if fromStore {
+			evs, err := e.st.Events(ctx, owner, ts.id, c.seq, 0)
+			if err != nil {
+				yield(store.Event{}, err)
+				return nil, true
+			}
+			batch = evs
+		}
+		if refusal != nil && c.seq == 0 && len(batch) == 0 {
+			yield(store.Event{}, refusal)
+			return nil, true
+		}
+		if reply != nil && c.seq == 0 && len(batch) == 0 {
+			yield(store.Event{TaskID: ts.id, Event: reply}, nil)
+			return nil, true
+		}
+		for i, ev := range batch {
+			opening := c.seq == c.after // a stream's first event (the task as it stands) never ends it
+			c.seq = ev.Seq
+			if i > 0 && i%watchYield == 0 {
+				runtime.Gosched()
+			}
+			if !yield(ev, nil) {
+				return nil, true
+			}
+			if st, ok := stateAfter(ev.Event); ok && stops(st) && !opening && !resumeSnapshot(ev.Event, st) {
+				return nil, true
+			}
+		}
+		if len(batch) == 0 {
+			return nil, true // the run is over, and the task cannot run again
+		}
+	}
 }
 
 // stateAfter returns the task state an event leaves the task in, when it says.

@@ -154,9 +154,15 @@ func (s *scripted) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 
 func newEngine(t *testing.T) (*engine.Engine, *scripted, store.Store) {
 	t.Helper()
+	return newEngineWith(t, nil)
+}
+
+// newEngineWith is newEngine with options.
+func newEngineWith(t *testing.T, opts *engine.Options) (*engine.Engine, *scripted, store.Store) {
+	t.Helper()
 	st := memory.New()
 	ex := &scripted{yielded: make(chan struct{})}
-	e := engine.New(ex, st, nil)
+	e := engine.New(ex, st, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -971,11 +977,7 @@ func TestRunContextEndsWithRun(t *testing.T) {
 // still gets it when more events than the ring holds went by meanwhile.
 func TestSendMessageOutlivesRing(t *testing.T) {
 	t.Parallel()
-	st := memory.New()
-	t.Cleanup(func() { st.Close() })
-	ex := &scripted{yielded: make(chan struct{})}
-	e := engine.New(ex, st, &engine.Options{RingSize: 4})
-	t.Cleanup(func() { e.Close(context.Background()) })
+	e, _, _ := newEngineWith(t, &engine.Options{RingSize: 4})
 	const n = 100
 	task := send(t, e, t.Context(), msg(fmt.Sprint("many ", n)))
 	if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || len(task.Artifacts[0].Parts) != n {

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -123,7 +124,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	ts.mu.Lock()
 	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
 	e.startRunLocked(ts, execCtx, nil, next, nil)
-	ts.mu.Unlock()
+	ts.unlock()
 	return ts, owner, rec.LastSeq, nil
 }
 
@@ -150,6 +151,11 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 	if err != nil {
 		return nil, err
 	}
+	return e.await(ctx, ts, owner, after, req)
+}
+
+// await waits for the outcome of the message req that began ts after sequence number after.
+func (e *Engine) await(ctx context.Context, ts *taskState, owner store.Owner, after int64, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	immediate := req.Config != nil && req.Config.ReturnImmediately
 	// Waiting for the outcome only, unless the first event will do.
 	for ev, err := range e.watch(ctx, ts, owner, after, endsStream, !immediate) {
@@ -163,6 +169,12 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 			break
 		}
 	}
+	return sendResult(ts, req)
+}
+
+// sendResult is what SendMessage returns once the watch of ts has ended without an error or a
+// direct reply: the task as it stands.
+func sendResult(ts *taskState, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	ts.mu.Lock()
 	rec := ts.rec
 	ts.mu.Unlock()
@@ -174,6 +186,100 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 		hl = req.Config.HistoryLength
 	}
 	return shape(rec.Task, hl, true), nil
+}
+
+// SendMessageFunc is SendMessage for callers that would rather not wait: it returns at once,
+// and calls done with what SendMessage would have returned once that is known. Until then no
+// goroutine waits on the task's behalf: done runs on the goroutine that settles the task (its
+// run, once the task is finished or interrupted), or on the caller's, before SendMessageFunc
+// returns, when the outcome is known at once (a refused request, say). If ctx ends first, done
+// gets its cause. done is called exactly once; it should not block, for the run that calls it
+// goes on (and publishes the task's next events) only after it returns. (The capnweb binding
+// uses it, so that a blocking send holds neither a goroutine nor the connection's read loop.)
+//
+// Unlike SendMessage, it may block only when the message continues an existing task (its
+// record is read from the store) or carries a push configuration (which is checked): the
+// caller, if it must not block, may use SendMessage on another goroutine for those.
+func (e *Engine) SendMessageFunc(ctx context.Context, req *a2a.SendMessageRequest, done func(a2a.SendMessageResult, error)) {
+	ts, owner, after, err := e.begin(ctx, req)
+	if err != nil {
+		if ts != nil {
+			e.release(ts)
+		}
+		done(nil, err)
+		return
+	}
+	if req.Config != nil && req.Config.ReturnImmediately {
+		// The first event will do: it comes soon, and waiting for it is not worth a waker.
+		go func() {
+			defer e.release(ts)
+			done(e.await(ctx, ts, owner, after, req))
+		}()
+		return
+	}
+	w := &sendWait{e: e, ctx: ctx, ts: ts, owner: owner, c: cursor{seq: after, after: after}, req: req, done: done}
+	w.wake = w.check
+	w.stop = context.AfterFunc(ctx, func() { w.finish(nil, context.Cause(ctx), false) })
+	w.check()
+}
+
+// sendWait is a SendMessageFunc waiting for its outcome, as a waker of its task.
+type sendWait struct {
+	e     *Engine
+	ctx   context.Context
+	ts    *taskState
+	owner store.Owner
+	c     cursor
+	req   *a2a.SendMessageRequest
+	done  func(a2a.SendMessageResult, error)
+	wake  func()      // check, made once
+	stop  func() bool // stops the AfterFunc that finishes on ctx's end
+	res   a2a.SendMessageResult
+	err   error
+	ended atomic.Bool
+}
+
+// check reads what the task published since the last check; once the outcome is known it
+// finishes, else it waits again as a waker. Checks run one at a time: the first on the caller,
+// each next one by the goroutine that fired the waker the last one armed.
+func (w *sendWait) check() {
+	if w.ended.Load() {
+		return
+	}
+	if _, over := w.e.advance(w.ctx, w.ts, w.owner, &w.c, endsStream, true, w.wake, w.yield); !over {
+		return
+	}
+	if w.res == nil && w.err == nil {
+		w.res, w.err = sendResult(w.ts, w.req)
+	}
+	w.finish(w.res, w.err, true)
+}
+
+// yield takes the watch's events as SendMessage's loop does: an error or a direct reply is the
+// outcome.
+func (w *sendWait) yield(ev store.Event, err error) bool {
+	if err != nil {
+		w.err = err
+		return false
+	}
+	if msg, ok := ev.Event.(*a2a.Message); ok && ev.Seq == 0 {
+		w.res = msg
+		return false
+	}
+	return true
+}
+
+// finish ends the wait with its outcome. stop: not called by the AfterFunc itself (which may
+// run before w.stop is set).
+func (w *sendWait) finish(res a2a.SendMessageResult, err error, stop bool) {
+	if w.ended.Swap(true) {
+		return
+	}
+	if stop {
+		w.stop()
+	}
+	w.e.release(w.ts)
+	w.done(res, err)
 }
 
 // SendStreamingMessage runs the agent on a message and streams the task's events: the Task
@@ -316,7 +422,7 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 		if ts.run != nil && ts.run.cancel != nil {
 			ts.run.cancel(errCanceled)
 		}
-		ts.mu.Unlock()
+		ts.unlock()
 		return shape(next.Task, nil, true), nil
 	}
 	return nil, fmt.Errorf("%w: task %s keeps changing", a2a.ErrTaskNotCancelable, req.ID)
