@@ -174,6 +174,12 @@ type agentSession struct {
 // RequestHandler waits on the agent and the store), so that the calls behind it on the
 // connection start without waiting for it.
 func (s *agentSession) call(ctx context.Context, method string, req, perCall any) (context.Context, func(), error) {
+	return s.start(ctx, method, req, perCall, true)
+}
+
+// start is call; only with blocks does it tell capnweb that the call blocks (a call that
+// settles later through a capnweb.Deferred does not).
+func (s *agentSession) start(ctx context.Context, method string, req, perCall any, blocks bool) (context.Context, func(), error) {
 	// Counted before the hand-off, while the connection's calls still start in order.
 	if s.b.calls > 0 {
 		if s.pending.Add(1) > int64(s.b.calls) {
@@ -181,7 +187,9 @@ func (s *agentSession) call(ctx context.Context, method string, req, perCall any
 			return nil, nil, errQuota(quotaCapnwebCalls, s.b.calls)
 		}
 	}
-	capnweb.Blocking(ctx)
+	if blocks {
+		capnweb.Blocking(ctx)
+	}
 	cctx, err := s.callContext(ctx, method, req, perCall)
 	if err != nil {
 		s.settle()
@@ -247,11 +255,38 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 	return cctx, nil
 }
 
+// funcSender is a RequestHandler that can send a message without waiting for the outcome
+// (engine.Engine): see engine.Engine.SendMessageFunc.
+type funcSender interface {
+	SendMessageFunc(ctx context.Context, req *a2a.SendMessageRequest, done func(a2a.SendMessageResult, error))
+}
+
 // SendMessage is SendMessage; the result is a SendMessageResponse ({task} or {message}).
+//
+// With a RequestHandler that can send without waiting (funcSender), a message that starts a
+// task settles through a capnweb.Deferred: while the agent works, the call holds no goroutine,
+// and the connection's next calls run at once on its read loop. A message that continues a task
+// or carries a push configuration, which the handler checks against the store first, blocks.
 func (s *agentSession) SendMessage(ctx context.Context, request, params any) (any, error) {
 	var req a2a.SendMessageRequest
 	if err := fromWire(request, &req); err != nil {
 		return nil, err
+	}
+	if fs, ok := s.b.h.(funcSender); ok && req.Message != nil && req.Message.TaskID == "" && (req.Config == nil || req.Config.PushConfig == nil) {
+		cctx, done, err := s.start(ctx, "SendMessage", &req, params, false)
+		if err != nil {
+			return nil, err
+		}
+		d := capnweb.NewDeferred(ctx)
+		fs.SendMessageFunc(cctx, &req, func(res a2a.SendMessageResult, err error) {
+			done()
+			if err != nil {
+				d.Resolve(nil, err)
+				return
+			}
+			d.Resolve(toWire(a2a.StreamResponse{Event: res}))
+		})
+		return d, nil
 	}
 	cctx, done, err := s.call(ctx, "SendMessage", &req, params)
 	if err != nil {

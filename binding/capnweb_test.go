@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -354,5 +355,47 @@ func TestCapnwebAttenuation(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := reasonOf(short.Call("getTask", map[string]any{"id": a})); got != "UNAUTHORIZED" {
 		t.Errorf("after expiry: %s, want UNAUTHORIZED", got)
+	}
+}
+
+// A blocking sendMessage over capnweb waits for its task without a goroutine of its own
+// (engine.SendMessageFunc and a capnweb.Deferred): while n tasks run, the process holds the
+// runs' goroutines (the engine's two per run) and no third one per call.
+func TestCapnwebPendingSendsHoldNoGoroutine(t *testing.T) {
+	h, exec := newEngineHandler(t)
+	main := capnwebPipe(t, h).Main()
+	ctx := t.Context()
+	if err := sendAndCheck(ctx, main); err != nil { // the session's own goroutines start
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // idle pool workers end
+	before := runtime.NumGoroutine()
+	const n = 200
+	var calls []*capnweb.Promise
+	for range n {
+		calls = append(calls, main.Call("sendMessage", userMessageWire("wait:pending")))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.waiting.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d tasks are running", exec.waiting.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	perCall := float64(runtime.NumGoroutine()-before) / n
+	exec.release("pending")
+	for _, p := range calls {
+		v, err := p.Await(ctx)
+		p.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := v.(map[string]any)["task"].(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
+			t.Fatalf("state %v, want completed", st)
+		}
+	}
+	if perCall > 2.5 {
+		t.Errorf("%.2f goroutines per pending sendMessage, want the run's 2", perCall)
 	}
 }

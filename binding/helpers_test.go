@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,8 +43,9 @@ import (
 //
 // Artifacts carry the request's tenant in their metadata.
 type echoExecutor struct {
-	mu    sync.Mutex
-	gates map[string]chan struct{}
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+	waiting atomic.Int64 // runs waiting on a gate ("wait:key")
 }
 
 func newEchoExecutor() *echoExecutor { return &echoExecutor{gates: map[string]chan struct{}{}} }
@@ -90,6 +92,8 @@ func (e *echoExecutor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorCont
 			return
 		}
 		if key, ok := strings.CutPrefix(text, "wait:"); ok {
+			e.waiting.Add(1)
+			defer e.waiting.Add(-1)
 			select {
 			case <-e.gate(key):
 			case <-ctx.Done():
