@@ -12,14 +12,20 @@ package binding
 // the SendMessageResponse, fromWire of the request). CapnwebAttenuated: CapnwebSendMessage's
 // canned/seq through an attenuated (revocable) session, its revocation held in the process
 // (local) or checked in a shared store on each call (memory, sqlite, postgres on
-// 127.0.0.1 or A2A_POSTGRES_DSN: Options.Capabilities).
+// 127.0.0.1 or A2A_POSTGRES_DSN: Options.Capabilities). CapnwebServerSend: the server's side
+// of CapnwebSendMessage alone, fed the client's frames as bytes (its allocations are the
+// server's).
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,6 +209,77 @@ func BenchmarkCapnwebAttenuated(b *testing.B) {
 				if err := sendAndCheck(ctx, view); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// feedTransport is the server's side of a connection whose peer is the benchmark itself: it
+// receives the frames put on in, and hands the resolve messages the server sends to resolved.
+type feedTransport struct {
+	in       chan []byte
+	resolved chan []byte
+	closed   chan struct{}
+	once     sync.Once
+}
+
+func (t *feedTransport) Send(_ context.Context, m []byte) error {
+	if bytes.HasPrefix(m, []byte(`["resolve",`)) || bytes.HasPrefix(m, []byte(`["reject",`)) {
+		t.resolved <- m
+	}
+	return nil
+}
+
+func (t *feedTransport) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case m := <-t.in:
+		return m, nil
+	case <-t.closed:
+		return nil, errors.New("closed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (t *feedTransport) Close(error) error { t.once.Do(func() { close(t.closed) }); return nil }
+
+// BenchmarkCapnwebServerSend is the server's side of one sendMessage alone, without a client
+// session: the frames a client sends (push, pull, release) go in as bytes, and the resolve
+// comes out as bytes. Its allocations are the server's own per call.
+func BenchmarkCapnwebServerSend(b *testing.B) {
+	for _, hc := range []struct {
+		name string
+		make func(b *testing.B) a2asrv.RequestHandler
+	}{
+		{"canned", func(*testing.B) a2asrv.RequestHandler { return cannedHandler{} }},
+		{"engine", func(b *testing.B) a2asrv.RequestHandler { h, _ := newEngineHandler(b); return h }},
+	} {
+		b.Run(hc.name, func(b *testing.B) {
+			hh := NewHTTPHandler(hc.make(b), testCard(), nil).(*httpHandler)
+			main, err := hh.capnweb.newMain(httptest.NewRequest(http.MethodGet, DefaultCapnwebPath, nil))
+			if err != nil {
+				b.Fatal(err)
+			}
+			t := &feedTransport{in: make(chan []byte, 4), resolved: make(chan []byte, 1), closed: make(chan struct{})}
+			s := capnweb.NewSession(t, main, &capnweb.Options{SendError: func(err error) *capnweb.Error { return capnwebError(err) }})
+			b.Cleanup(func() { s.Close() })
+			push := []byte(`["push",["pipeline",0,["sendMessage"],[{"message":{"messageId":"4f1b6d2e-8a77-4c3e-9b1a-2d5e6f7a8b9c","role":"ROLE_USER","parts":[[{"text":"hello"}]]}}]]]`)
+			b.ReportAllocs()
+			id := 0
+			for b.Loop() {
+				id++
+				ids := strconv.Itoa(id)
+				t.in <- push
+				t.in <- []byte(`["pull",` + ids + `]`)
+				select {
+				case m := <-t.resolved:
+					if !bytes.Contains(m, []byte(`TASK_STATE_COMPLETED`)) {
+						b.Fatalf("answer %s", m)
+					}
+				case <-s.Done():
+					b.Fatal(s.Err())
+				}
+				t.in <- []byte(`["release",` + ids + `,1]`)
 			}
 		})
 	}
