@@ -35,6 +35,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -130,9 +131,13 @@ type Conn struct {
 	closeSent bool
 	werr      error
 
-	emu       sync.Mutex    // guards readEnded and gotClose
+	emu       sync.Mutex    // guards readEnded, gotClose and left
 	readEnded bool          // the reader saw a close frame or a read error
 	gotClose  chan struct{} // closed once readEnded; made by the Close that waits for it
+	// left is closed when a ReadMessage returns while Close waits for the reader (closeWait
+	// set): the reader may read no more, and Close then reads the peer's close frame itself.
+	left      chan struct{}
+	closeWait atomic.Bool
 	shutOnce  sync.Once
 }
 
@@ -267,7 +272,15 @@ func (c *Conn) dropReader() {
 // violation a *ProtocolError.
 func (c *Conn) ReadMessage(limit int) (MessageType, []byte, error) {
 	c.rmu.Lock()
-	defer c.rmu.Unlock()
+	typ, msg, err := c.readLocked(limit)
+	c.rmu.Unlock()
+	if c.closeWait.Load() {
+		c.readerLeft()
+	}
+	return typ, msg, err
+}
+
+func (c *Conn) readLocked(limit int) (MessageType, []byte, error) {
 	typ, msg, err := c.readMessage(limit)
 	if err == ErrIdle {
 		return 0, nil, err
@@ -281,6 +294,28 @@ func (c *Conn) ReadMessage(limit int) (MessageType, []byte, error) {
 		return 0, nil, err
 	}
 	return typ, msg, nil
+}
+
+// readerLeft wakes a Close waiting for the reader: ReadMessage returned, and may not be
+// called again.
+func (c *Conn) readerLeft() {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.left != nil {
+		close(c.left)
+		c.left = nil
+	}
+}
+
+// leaving returns a channel readerLeft closes. Only Close needs one.
+func (c *Conn) leaving() <-chan struct{} {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.left == nil {
+		c.left = make(chan struct{})
+	}
+	c.closeWait.Store(true)
+	return c.left
 }
 
 func (c *Conn) readMessage(limit int) (MessageType, []byte, error) {
@@ -708,20 +743,26 @@ func (c *Conn) Close(code int, reason string) error {
 	cut := time.AfterFunc(closeGrace, func() { close(cutoff); c.shutdown() })
 	defer cut.Stop()
 	c.sendClose(code, reason)
-	if c.rmu.TryLock() {
-		// No reader: read (and drop) what the peer still sends until its close frame.
-		c.takeReader()
-		for c.skipFrame() == nil {
+	for {
+		left := c.leaving() // before TryLock: a reader that leaves after it fails wakes us
+		if c.rmu.TryLock() {
+			// No reader: read (and drop) what the peer still sends until its close frame.
+			c.takeReader()
+			for c.skipFrame() == nil {
+			}
+			c.sawClose()
+			c.rmu.Unlock()
+			break
 		}
-		c.sawClose()
-		c.rmu.Unlock()
-	} else {
-		// The reader sees the close frame, or the error after the cut. (It may also have
-		// stopped reading after its current message: then only the cut ends the wait.)
+		// The reader sees the close frame, or the error after the cut. If it returns a
+		// message instead, it may read no more (its session ended): take over.
 		select {
 		case <-c.readDone():
 		case <-cutoff:
+		case <-left:
+			continue
 		}
+		break
 	}
 	c.shutdown()
 	return nil

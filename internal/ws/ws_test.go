@@ -311,6 +311,42 @@ func TestCloseWithoutReader(t *testing.T) {
 	}
 }
 
+// A reader that returns a message while Close waits, and then stops reading (its session
+// ended), leaves the peer's close frame to Close: Close does not wait out its grace period.
+func TestCloseTakesOverFromStoppedReader(t *testing.T) {
+	srv, accepted := acceptServer(t)
+	c := dial(t, wsURL(srv))
+	s := <-accepted
+	got := make(chan []byte, 1)
+	go func() { // reads one message, then no more
+		_, msg, _ := s.ReadMessage(0)
+		got <- msg
+	}()
+	time.Sleep(10 * time.Millisecond) // the reader waits in ReadMessage
+	closed := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		s.Close(3000, "bye")
+		closed <- time.Since(start)
+	}()
+	time.Sleep(10 * time.Millisecond) // Close waits for the reader
+	c.WriteMessages(Text, []byte("last"))
+	if msg := <-got; string(msg) != "last" {
+		t.Fatalf("reader got %q", msg)
+	}
+	if _, _, err := c.ReadMessage(0); err == nil { // answers the server's close
+		t.Fatal("client read a message after the close")
+	}
+	select {
+	case d := <-closed:
+		if d >= closeGrace {
+			t.Errorf("Close took %v: it waited out its grace period although the peer answered", d)
+		}
+	case <-time.After(closeGrace + time.Second):
+		t.Fatal("Close did not return")
+	}
+}
+
 func TestHandshakeErrors(t *testing.T) {
 	srv, _ := echoServer(t, &AcceptOptions{OriginPatterns: []string{"*.example.com", "https://app.test"}}, 0)
 	cases := []struct {
