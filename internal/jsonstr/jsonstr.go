@@ -16,16 +16,30 @@ func AppendGo(b []byte, s string) []byte { return appendString(b, s, true) }
 
 const hex = "0123456789abcdef"
 
+// safeJS and safeGo hold the bytes a dialect copies as they are: printable ASCII but for the
+// characters it escapes.
+var safeJS, safeGo = func() (js, goStyle [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		js[c] = c != '"' && c != '\\'
+		goStyle[c] = js[c] && c != '<' && c != '>' && c != '&'
+	}
+	return js, goStyle
+}()
+
 func appendString(b []byte, s string, goStyle bool) []byte {
+	safe := &safeJS
+	if goStyle {
+		safe = &safeGo
+	}
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if safe[s[i]] {
+			i++
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!goStyle || c != '<' && c != '>' && c != '&') {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -35,6 +35,30 @@ func TestAppendJS(t *testing.T) {
 	}
 }
 
+// FuzzAppend holds AppendGo to json.Marshal, and AppendJS to a literal that reads back as the
+// string with each invalid byte replaced, and holds no raw control character.
+func FuzzAppend(f *testing.F) {
+	for _, s := range samples {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendGo(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendGo(%q) = %s, want %s", s, got, want)
+		}
+		js := AppendJS(nil, s)
+		var back string
+		if err := json.Unmarshal(js, &back); err != nil || back != string([]rune(s)) {
+			t.Fatalf("AppendJS(%q) = %s, which reads back as %q (%v)", s, js, back, err)
+		}
+		for _, c := range js {
+			if c < 0x20 {
+				t.Fatalf("AppendJS(%q) = %s: a raw control character", s, js)
+			}
+		}
+	})
+}
+
 // TestAppendUnescaped checks escape sequences against encoding/json's reading of the same
 // string literal.
 func TestAppendUnescaped(t *testing.T) {
@@ -59,5 +83,25 @@ func TestAppendUnescaped(t *testing.T) {
 		if _, _, err := AppendUnescaped(nil, []byte(esc), 0); err != want {
 			t.Errorf("%s: error %v, want %v", esc, err, want)
 		}
+	}
+}
+
+// BenchmarkAppend: the strings an A2A task is made of (IDs, states, timestamps, short text).
+func BenchmarkAppend(b *testing.B) {
+	strs := []string{"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f", "TASK_STATE_COMPLETED", "2026-05-01T12:00:00.123456789Z",
+		"echo: hello, how are you doing today?", "ROLE_AGENT", "text/plain"}
+	for _, f := range []struct {
+		name string
+		fn   func([]byte, string) []byte
+	}{{"js", AppendJS}, {"go", AppendGo}} {
+		b.Run(f.name, func(b *testing.B) {
+			buf := make([]byte, 0, 256)
+			for b.Loop() {
+				buf = buf[:0]
+				for _, s := range strs {
+					buf = f.fn(buf, s)
+				}
+			}
+		})
 	}
 }
