@@ -404,6 +404,8 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 	}()
 
 	settled := false
+	// Writes outlive a cancel: a canceled run still records how it ended.
+	wctx := context.WithoutCancel(ctx)
 	// write applies evs to a copy of the task and stores them. If an event is invalid, the ones
 	// before it are still written, and the error is returned. A record, once stored, is never
 	// changed (the next write copies it), so it is published as it is, not copied again.
@@ -432,7 +434,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 				logged = append([]a2a.Event{cloneTask(initial)}, evs...)
 			}
 			nr := &store.Task{Task: t, Owner: ts.owner, PushConfigs: r.push}
-			if err := e.st.Create(context.WithoutCancel(ctx), nr, logged); err != nil {
+			if err := e.st.Create(wctx, nr, logged); err != nil {
 				return err
 			}
 			nr.PushConfigs = nil
@@ -446,7 +448,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		}
 		next := *rec
 		next.Task = t
-		if err := e.st.Update(context.WithoutCancel(ctx), &next, evs); err != nil {
+		if err := e.st.Update(wctx, &next, evs); err != nil {
 			return err
 		}
 		e.wakePush()
@@ -672,7 +674,8 @@ type cursor struct{ seq, after int64 }
 func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, c *cursor, stops func(a2a.TaskState) bool, finalOnly bool, wake func(), yield func(store.Event, error) bool) (wait <-chan struct{}, over bool) {
 	for {
 		ts.mu.Lock()
-		var batch []store.Event
+		var buf [4]store.Event // room for a run's usual events: no allocation
+		batch := buf[:0]
 		var known int64 // the newest event we know was stored
 		if ts.rec != nil {
 			known = ts.rec.LastSeq
