@@ -370,6 +370,9 @@ func TestCapnwebPendingSendsHoldNoGoroutine(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // idle pool workers end
 	before := runtime.NumGoroutine()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	stacks := ms.StackInuse
 	const n = 200
 	var calls []*capnweb.Promise
 	for range n {
@@ -384,6 +387,8 @@ func TestCapnwebPendingSendsHoldNoGoroutine(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	perCall := float64(runtime.NumGoroutine()-before) / n
+	runtime.ReadMemStats(&ms)
+	t.Logf("per pending sendMessage: %.2f goroutines, %d bytes of stack", perCall, (int64(ms.StackInuse)-int64(stacks))/n)
 	exec.release("pending")
 	for _, p := range calls {
 		v, err := p.Await(ctx)
