@@ -171,6 +171,14 @@ func (c *Conn) idleWait() error {
 		nc.SetReadDeadline(time.Now().Add(c.IdleAfter))
 	}
 	err := c.waitSocket()
+	if err == nil {
+		// The poller's word that the socket is readable may be stale (an event for bytes an
+		// earlier read took): the first read, which the message needs anyway, confirms it,
+		// still under the idle deadline, so that a connection woken for nothing still goes
+		// idle instead of blocking in that read.
+		c.takeReader()
+		_, err = c.br.Peek(1)
+	}
 	if timed {
 		nc.SetReadDeadline(time.Time{})
 	}
@@ -180,7 +188,6 @@ func (c *Conn) idleWait() error {
 	if err != nil {
 		return c.readErr(err)
 	}
-	c.takeReader()
 	return nil
 }
 
@@ -233,9 +240,9 @@ func (c *Conn) waitSocket() error {
 	peeked := false
 	err := c.raw.Read(func(fd uintptr) bool {
 		if peeked {
-			// Called again: the poller saw the socket become readable since the peek (or it
-			// was woken for less, and the read that follows waits as any read does). A second
-			// peek would only cost a system call on every message.
+			// Called again: the poller saw the socket become readable since the peek. It may
+			// have been woken for less: idleWait's first read checks, where a second peek
+			// here would cost a system call on every message.
 			return true
 		}
 		peeked = true

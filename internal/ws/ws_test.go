@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -602,5 +603,49 @@ func TestTryWriteThenClose(t *testing.T) {
 	var ce *CloseError
 	if _, _, err := c.ReadMessage(0); !errors.As(err, &ce) || ce.Reason != "bye" {
 		t.Fatalf("got %v, want the close frame", err)
+	}
+}
+
+// spuriousRaw is a socket whose poller wakes its reader once for nothing: the second call of a
+// Read callback comes at once, whatever the socket holds (as a stale readiness event does).
+type spuriousRaw struct{ syscall.RawConn }
+
+func (r spuriousRaw) Read(f func(fd uintptr) bool) error {
+	var once bool
+	return r.RawConn.Read(func(fd uintptr) bool {
+		if f(fd) {
+			return true
+		}
+		if !once {
+			once = true
+			return f(fd) // the wake-up for nothing
+		}
+		return false
+	})
+}
+
+// A reader woken for nothing still goes idle after IdleAfter, instead of blocking in a read
+// with no deadline (an idle session would then keep its goroutine and buffer for good).
+func TestIdleAfterSpuriousWake(t *testing.T) {
+	c, s := rawPair(t, "the socket cannot be watched on this platform")
+	s.raw = spuriousRaw{s.raw}
+	s.IdleAfter = 20 * time.Millisecond
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := s.ReadMessage(0)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != ErrIdle {
+			t.Fatalf("ReadMessage = %v, want ErrIdle", err)
+		}
+	case <-time.After(5 * time.Second):
+		c.WriteMessages(Text, []byte("unblock"))
+		t.Fatal("ReadMessage blocked past IdleAfter after a spurious wake-up")
+	}
+	c.WriteMessages(Text, []byte("after"))
+	if _, msg, err := s.ReadMessage(0); err != nil || string(msg) != "after" {
+		t.Fatalf("ReadMessage after idling = %q, %v", msg, err)
 	}
 }
