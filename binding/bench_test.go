@@ -19,19 +19,18 @@ package binding
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/capnwebtest"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 	"github.com/a2awebcap/a2awebcap/store/postgres"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
@@ -214,35 +213,6 @@ func BenchmarkCapnwebAttenuated(b *testing.B) {
 	}
 }
 
-// feedTransport is the server's side of a connection whose peer is the benchmark itself: it
-// receives the frames put on in, and hands the resolve messages the server sends to resolved.
-type feedTransport struct {
-	in       chan []byte
-	resolved chan []byte
-	closed   chan struct{}
-	once     sync.Once
-}
-
-func (t *feedTransport) Send(_ context.Context, m []byte) error {
-	if bytes.HasPrefix(m, []byte(`["resolve",`)) || bytes.HasPrefix(m, []byte(`["reject",`)) {
-		t.resolved <- m
-	}
-	return nil
-}
-
-func (t *feedTransport) Receive(ctx context.Context) ([]byte, error) {
-	select {
-	case m := <-t.in:
-		return m, nil
-	case <-t.closed:
-		return nil, errors.New("closed")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (t *feedTransport) Close(error) error { t.once.Do(func() { close(t.closed) }); return nil }
-
 // BenchmarkCapnwebServerSend is the server's side of one sendMessage alone, without a client
 // session: the frames a client sends (push, pull, release) go in as bytes, and the resolve
 // comes out as bytes. Its allocations are the server's own per call.
@@ -260,7 +230,7 @@ func BenchmarkCapnwebServerSend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			t := &feedTransport{in: make(chan []byte, 4), resolved: make(chan []byte, 1), closed: make(chan struct{})}
+			t := capnwebtest.NewFeed()
 			s := capnweb.NewSession(t, main, &capnweb.Options{SendError: func(err error) *capnweb.Error { return capnwebError(err) }})
 			b.Cleanup(func() { s.Close() })
 			push := []byte(`["push",["pipeline",0,["sendMessage"],[{"message":{"messageId":"4f1b6d2e-8a77-4c3e-9b1a-2d5e6f7a8b9c","role":"ROLE_USER","parts":[[{"text":"hello"}]]}}]]]`)
@@ -269,17 +239,17 @@ func BenchmarkCapnwebServerSend(b *testing.B) {
 			for b.Loop() {
 				id++
 				ids := strconv.Itoa(id)
-				t.in <- push
-				t.in <- []byte(`["pull",` + ids + `]`)
+				t.In <- push
+				t.In <- []byte(`["pull",` + ids + `]`)
 				select {
-				case m := <-t.resolved:
+				case m := <-t.Answers:
 					if !bytes.Contains(m, []byte(`TASK_STATE_COMPLETED`)) {
 						b.Fatalf("answer %s", m)
 					}
 				case <-s.Done():
 					b.Fatal(s.Err())
 				}
-				t.in <- []byte(`["release",` + ids + `,1]`)
+				t.In <- []byte(`["release",` + ids + `,1]`)
 			}
 		})
 	}

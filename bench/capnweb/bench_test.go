@@ -13,7 +13,6 @@ package main
 // from the network (the codec itself is unexported, so these go through the public API).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -230,41 +229,13 @@ func typicalPush(b *testing.B) []byte {
 	return t.first
 }
 
-// feedTransport delivers the messages the benchmark feeds it and signals each resolve sent.
-type feedTransport struct {
-	in       chan []byte
-	resolved chan []byte
-	closed   chan struct{}
-	once     sync.Once
-}
-
-func (t *feedTransport) Send(_ context.Context, m []byte) error {
-	if bytes.HasPrefix(m, []byte(`["resolve",`)) {
-		t.resolved <- m
-	}
-	return nil
-}
-
-func (t *feedTransport) Receive(ctx context.Context) ([]byte, error) {
-	select {
-	case m := <-t.in:
-		return m, nil
-	case <-t.closed:
-		return nil, errors.New("closed")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (t *feedTransport) Close(error) error { t.once.Do(func() { close(t.closed) }); return nil }
-
 // BenchmarkServerHandle: the server side of one call, without a network — parse the push of
 // echo(typical object), evaluate it, call API.Echo, encode ["resolve",id,...] for the pull,
 // then handle the release.
 func BenchmarkServerHandle(b *testing.B) {
 	push := typicalPush(b)
 	b.Logf("message: %s", push)
-	t := &feedTransport{in: make(chan []byte, 4), resolved: make(chan []byte, 1), closed: make(chan struct{})}
+	t := capnwebtest.NewFeed()
 	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
 	defer s.Close()
 	b.ReportAllocs()
@@ -273,14 +244,14 @@ func BenchmarkServerHandle(b *testing.B) {
 	for b.Loop() {
 		id++
 		ids := strconv.Itoa(id)
-		t.in <- push
-		t.in <- []byte(`["pull",` + ids + `]`)
+		t.In <- push
+		t.In <- []byte(`["pull",` + ids + `]`)
 		select {
-		case <-t.resolved:
+		case <-t.Answers:
 		case <-s.Done():
 			b.Fatal(s.Err())
 		}
-		t.in <- []byte(`["release",` + ids + `,1]`)
+		t.In <- []byte(`["release",` + ids + `,1]`)
 	}
 }
 
