@@ -56,6 +56,8 @@ func (j *jobs) Again() *capnweb.Deferred {
 
 func (j *jobs) Fast() string { return "fast" }
 
+func (j *jobs) Echo(v any) any { return v }
+
 // take returns the next Deferred a Later call made.
 func (j *jobs) take(t *testing.T) *capnweb.Deferred {
 	t.Helper()
@@ -130,6 +132,16 @@ func TestDeferred(t *testing.T) {
 				t.Errorf("increment on the resolved counter = %v, want 5", got)
 			}
 			counter.Release()
+
+			// A call whose argument is a pending Deferred's result runs once it resolves.
+			arg := main.Call("later")
+			echoed := main.Call("echo", arg)
+			d = j.take(t)
+			time.AfterFunc(10*time.Millisecond, func() { d.Resolve("argument", nil) })
+			if got := capnwebtest.Await[string](t, echoed); got != "argument" {
+				t.Errorf("echo(later()) = %q, want the resolved argument", got)
+			}
+			arg.Release()
 
 			// An error reaches the caller as the method's own would, properties included.
 			failed := main.Call("later")
