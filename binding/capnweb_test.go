@@ -404,3 +404,48 @@ func TestCapnwebPendingSendsHoldNoGoroutine(t *testing.T) {
 		t.Errorf("%.2f goroutines per pending sendMessage, want the run's 2", perCall)
 	}
 }
+
+// Pending sends whose connection goes away: their waits end with the session (each resolves
+// a Deferred nobody reads), the tasks still complete, and nothing is left behind.
+func TestCapnwebPendingSendsOutliveSession(t *testing.T) {
+	h, exec := newEngineHandler(t)
+	client := capnwebPipe(t, h)
+	ctx := t.Context()
+	if err := sendAndCheck(ctx, client.Main()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	const n = 20
+	for range n {
+		client.Main().Call("sendMessage", userMessageWire("wait:orphans"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.waiting.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d tasks are running", exec.waiting.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	client.Close()
+	exec.release("orphans")
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left after the tasks ended, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	list, err := h.ListTasks(ctx, &a2a.ListTasksRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, task := range list.Tasks {
+		if task.Status.State == a2a.TaskStateCompleted {
+			done++
+		}
+	}
+	if done != n+1 {
+		t.Errorf("%d tasks completed, want %d", done, n+1)
+	}
+}
