@@ -23,7 +23,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -238,18 +237,13 @@ func BenchmarkCapnwebServerSend(b *testing.B) {
 			id := 0
 			for b.Loop() {
 				id++
-				ids := strconv.Itoa(id)
-				t.In <- push
-				t.In <- []byte(`["pull",` + ids + `]`)
-				select {
-				case m := <-t.Answers:
-					if !bytes.Contains(m, []byte(`TASK_STATE_COMPLETED`)) {
-						b.Fatalf("answer %s", m)
-					}
-				case <-s.Done():
-					b.Fatal(s.Err())
+				m, err := t.Call(s, push, id)
+				if err != nil {
+					b.Fatal(err)
 				}
-				t.In <- []byte(`["release",` + ids + `,1]`)
+				if !bytes.Contains(m, []byte(`TASK_STATE_COMPLETED`)) {
+					b.Fatalf("answer %s", m)
+				}
 			}
 		})
 	}

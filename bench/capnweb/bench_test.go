@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -243,15 +242,9 @@ func BenchmarkServerHandle(b *testing.B) {
 	id := 0
 	for b.Loop() {
 		id++
-		ids := strconv.Itoa(id)
-		t.In <- push
-		t.In <- []byte(`["pull",` + ids + `]`)
-		select {
-		case <-t.Answers:
-		case <-s.Done():
-			b.Fatal(s.Err())
+		if _, err := t.Call(s, push, id); err != nil {
+			b.Fatal(err)
 		}
-		t.In <- []byte(`["release",` + ids + `,1]`)
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+
+	"github.com/a2awebcap/a2awebcap/capnweb"
 )
 
 // Feed is the server's side of a connection whose peer is a benchmark speaking the protocol
@@ -44,3 +47,19 @@ func (t *Feed) Receive(ctx context.Context) ([]byte, error) {
 
 // Close implements capnweb.Transport.
 func (t *Feed) Close(error) error { t.once.Do(func() { close(t.closed) }); return nil }
+
+// Call makes one call the way a client does — push, then pull id — on s, the session on the
+// feed, waits for its answer, releases it, and returns the answer.
+func (t *Feed) Call(s *capnweb.Session, push []byte, id int) ([]byte, error) {
+	ids := strconv.Itoa(id)
+	t.In <- push
+	t.In <- []byte(`["pull",` + ids + `]`)
+	var m []byte
+	select {
+	case m = <-t.Answers:
+	case <-s.Done():
+		return nil, s.Err()
+	}
+	t.In <- []byte(`["release",` + ids + `,1]`)
+	return m, nil
+}
