@@ -432,13 +432,6 @@ func (a *afterCall) settled() {
 	s := a.s
 	for _, w := range a.waits {
 		if _, _, ok := tryPull(w); !ok {
-			if p := pendingLocal(w); p != nil {
-				// Settled to a local promise still pending (a Deferred's): wait for that
-				// the same way.
-				a.left.Add(1)
-				p.onSettled(a.settled)
-				return
-			}
 			// Settled to something not at hand (a remote promise): await it off the
 			// executor, as run does (which counts the call again).
 			s.callDone()

@@ -129,8 +129,13 @@ func (p *promiseHook) resolve(r hook) {
 	p.mu.Unlock()
 	// Queued operations are delivered before waiters wake, so they start first (E-order).
 	defer func() {
+		next, forwards := r.(*promiseHook)
 		for _, f := range fns {
-			f()
+			if forwards {
+				next.onSettled(f) // settled to another local promise: its turn to say
+			} else {
+				f()
+			}
 		}
 		p.mu.Lock()
 		p.woken = true
@@ -157,8 +162,9 @@ func (p *promiseHook) resolve(r hook) {
 	}
 }
 
-// onSettled runs f once the promise has settled: now, if it has, else in the goroutine that
-// settles it.
+// onSettled runs f once the promise has settled to something other than a local promise
+// still pending (as a call's promise does to a Deferred's): now, if it has, else in the
+// goroutine that settles it.
 func (p *promiseHook) onSettled(f func()) {
 	p.mu.Lock()
 	if p.res == nil {
@@ -166,26 +172,13 @@ func (p *promiseHook) onSettled(f func()) {
 		p.mu.Unlock()
 		return
 	}
+	r := p.res
 	p.mu.Unlock()
-	f()
-}
-
-// pendingLocal returns the local promise that h, a chain of settled local promises, still waits
-// on; nil when h ends in anything else (a value, a remote promise).
-func pendingLocal(h hook) *promiseHook {
-	for {
-		p, ok := h.(*promiseHook)
-		if !ok {
-			return nil
-		}
-		p.mu.Lock()
-		r := p.res
-		p.mu.Unlock()
-		if r == nil {
-			return p
-		}
-		h = r
+	if next, ok := r.(*promiseHook); ok {
+		next.onSettled(f)
+		return
 	}
+	f()
 }
 
 // tryPull is pull when the value is at hand; ok is false when pulling would block.

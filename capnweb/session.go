@@ -996,12 +996,6 @@ func (s *Session) answer(id int64, h hook, auto bool, blocking bool) {
 	} else {
 		var ok bool
 		if v, err, ok = tryPull(h); !ok {
-			if p := pendingLocal(h); p != nil {
-				// A local promise settles it (a Deferred, say): answer from the goroutine
-				// that settles that, as for a local call.
-				p.onSettled(func() { s.answer(id, h, auto, false) })
-				return
-			}
 			s.mu.Lock()
 			if s.err != nil {
 				s.mu.Unlock()
