@@ -19,8 +19,11 @@ import (
 // Decode converts a received value into dst, a non-nil pointer. Numbers convert to any numeric
 // type that holds them exactly; objects to structs (by json field names, case-sensitively) and
 // maps with string keys; arrays to slices and arrays; undefined and null to zero values. Stubs,
-// errors, dates (time.Time), URLs, headers, bytes and streams convert to their own types. A
-// value that does not fit is an error naming where.
+// errors, dates (time.Time), URLs, headers, bytes and streams convert to their own types. Into
+// a json.RawMessage, a value converts to its JSON as JSON.stringify writes it (undefined gives
+// a nil json.RawMessage); values JSON has no form for (stubs, streams, errors, dates, bytes,
+// bigints, non-finite numbers) are an error. A value that does not fit is an error naming
+// where.
 func Decode(v any, dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -47,6 +50,23 @@ var (
 )
 
 func convertTo(v any, t reflect.Type) (reflect.Value, error) {
+	if t == rawMessageType && v != Undefined {
+		if _, ok := v.(json.RawMessage); !ok {
+			// The JSON of a received value: read off the message for plain data.
+			b, err := jsonOf(v)
+			if err != nil {
+				return reflect.Value{}, err
+			}
+			return reflect.ValueOf(b), nil
+		}
+	}
+	if r, ok := v.(receivedJSON); ok {
+		tv, err := r.tree()
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return convertTo(tv, t)
+	}
 	if _, ok := v.(json.RawMessage); ok && t != rawMessageType {
 		// The value it holds, as a peer would receive it, not its bytes.
 		pv, err := rawValue(v)

@@ -430,6 +430,8 @@ func (e *encoder) value(v any, depth int) error {
 		e.b = append(e.b, '}')
 	case json.RawMessage:
 		return e.rawMessage(x, depth)
+	case receivedJSON:
+		return e.rawMessage(json.RawMessage(x), depth)
 	case []byte:
 		e.bytes(x, "")
 	case TypedBytes:

@@ -671,7 +671,7 @@ func (s *Session) handle(raw []byte) error {
 	}
 	b := s.busyState()
 	var top [4]any // the message's elements: every message has fewer
-	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top)
+	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top, s.limits.MaxDepth)
 	b.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}

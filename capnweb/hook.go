@@ -383,6 +383,13 @@ func (h *valueHook) remap(path []any, captures []hook, instrs []any) hook {
 // called with the value found (Undefined when the path leads nowhere).
 func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []any) hook, leaf func(v any) hook) hook {
 	for i, part := range path {
+		if r, ok := v.(receivedJSON); ok {
+			tv, err := r.tree()
+			if err != nil {
+				return errorHook{err}
+			}
+			v = tv
+		}
 		if _, ok := v.(json.RawMessage); ok {
 			pv, err := rawValue(v)
 			if err != nil {
@@ -414,6 +421,12 @@ func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []
 		return delegate(h, nil)
 	case *pending:
 		return delegate(x.h, nil)
+	case receivedJSON:
+		tv, err := x.tree()
+		if err != nil {
+			return errorHook{err}
+		}
+		v = tv
 	}
 	return leaf(v)
 }

@@ -8,6 +8,7 @@ package capnweb
 // tree the evaluator walks: nil, bool, float64, string, []any, map[string]any.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -27,6 +28,9 @@ type jsonReader struct {
 	// strs, when not nil, holds short strings already read (method names, object keys), each
 	// with its interface value: a string read again costs no allocation.
 	strs map[string]any
+	// capture, when not 0, has the third element of the top-level array read as receivedJSON
+	// if it is plain data no deeper than capture (a resolve's value; see captureJSON).
+	capture int
 }
 
 // Interning bounds: strings up to maxInternLen bytes, up to maxInterned of them per session.
@@ -206,8 +210,8 @@ func (r *jsonReader) elems(depth int) error {
 		r.pos++
 		return nil
 	}
-	for {
-		v, err := r.value(depth + 1)
+	for n := 0; ; n++ {
+		v, err := r.elem(depth, n)
 		if err != nil {
 			return err
 		}
@@ -228,11 +232,31 @@ func (r *jsonReader) elems(depth int) error {
 	}
 }
 
+// elem reads the element n of an array at depth: the value of a resolve message as
+// receivedJSON when the reader captures it and it is plain data.
+func (r *jsonReader) elem(depth, n int) (any, error) {
+	if n == 2 && depth == 0 && r.capture > 0 {
+		if r.skipSpace(); r.pos < len(r.data) && (r.data[r.pos] == '{' || r.data[r.pos] == '[') {
+			if v, end, ok := captureJSON(r.data, r.pos, r.capture); ok {
+				r.pos = end
+				return v, nil
+			}
+		}
+	}
+	return r.value(depth + 1)
+}
+
 // parseMessage is parseJSONScratch for a message: a JSON array, whose elements it stores in
 // dst instead of allocating the array itself. It returns how many there are, or -1 when the
 // input is JSON but not an array of at most len(dst) elements.
-func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, dst *[4]any) (int, []any, error) {
+//
+// With capture (the session's MaxDepth; 0: never), the value of a resolve message is read as
+// receivedJSON when it is plain data.
+func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, dst *[4]any, capture int) (int, []any, error) {
 	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs}
+	if bytes.HasPrefix(data, []byte(`["resolve",`)) {
+		r.capture = capture
+	}
 	r.skipSpace()
 	n := -1
 	var err error

@@ -817,7 +817,7 @@ func TestParseMessage(t *testing.T) {
 		want, wantErr := parseJSON([]byte(in), 4)
 		var dst [4]any
 		stack := make([]any, 0, 8)
-		n, stack, err := parseMessage([]byte(in), 4, stack, nil, &dst)
+		n, stack, err := parseMessage([]byte(in), 4, stack, nil, &dst, 0)
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("parseMessage(%q) error %v, parseJSON's %v", in, err, wantErr)
 			continue
@@ -845,21 +845,24 @@ func TestParseMessage(t *testing.T) {
 	}
 }
 
+// taskResolve is the answer of an A2A sendMessage: a resolve carrying a task.
+var taskResolve = []byte(`["resolve",7,{"task":{"id":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90",` +
+	`"status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-05-01T12:00:00.123456789Z"},` +
+	`"artifacts":[[{"artifactId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e91","parts":[[{"text":"echo: hello"}]]}]],` +
+	`"history":[[{"messageId":"m1","role":"ROLE_USER","parts":[[{"text":"hello"}]],"taskId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90"}]],` +
+	`"metadata":{"seq":3}}}]`)
+
 // BenchmarkParseTaskResolve: reading the answer of an A2A sendMessage (a resolve carrying a
 // task: objects several levels deep, the shape the binding's clients read most).
 func BenchmarkParseTaskResolve(b *testing.B) {
-	msg := []byte(`["resolve",7,{"task":{"id":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90",` +
-		`"status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-05-01T12:00:00.123456789Z"},` +
-		`"artifacts":[[{"artifactId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e91","parts":[[{"text":"echo: hello"}]]}]],` +
-		`"history":[[{"messageId":"m1","role":"ROLE_USER","parts":[[{"text":"hello"}]],"taskId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f","contextId":"019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e90"}]],` +
-		`"metadata":{"seq":3}}}]`)
+	msg := taskResolve
 	strs := map[string]any{}
 	var stack []any
 	var dst [4]any
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	for b.Loop() {
-		n, s, err := parseMessage(msg, 64, stack, strs, &dst)
+		n, s, err := parseMessage(msg, 64, stack, strs, &dst, 0)
 		if err != nil || n != 3 {
 			b.Fatal(n, err)
 		}

@@ -6,6 +6,7 @@ package capnweb
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"unicode/utf8"
@@ -23,7 +24,7 @@ func (e *encoder) rawMessage(raw json.RawMessage, depth int) error {
 	}
 	// One growth up front: the copy is as long as raw, plus two bytes per array, less any
 	// whitespace.
-	t := rawTranscoder{in: raw, out: slices.Grow(e.b, len(raw)+len(raw)/16+8)}
+	t := rawTranscoder{in: raw, out: slices.Grow(e.b, len(raw)+len(raw)/16+8), limit: maxEncodeDepth + 1}
 	if err := t.value(depth); err != nil {
 		return err
 	}
@@ -35,15 +36,26 @@ func (e *encoder) rawMessage(raw json.RawMessage, depth int) error {
 	return nil
 }
 
-// rawTranscoder copies one JSON value from in to out in wire form. It reads in byte by byte,
-// but copies it in runs: what is not whitespace or a bracket of an array is copied as it is,
-// when the run ends (flush).
+// rawTranscoder copies one JSON value from in to out in wire form, or, with unwrap, one wire
+// expression of plain data to out as JSON (receivedJSON). It reads in byte by byte, but copies
+// it in runs: what is not whitespace or a bracket of an array is copied as it is, when the run
+// ends (flush).
 type rawTranscoder struct {
 	in   []byte
 	i    int // the next byte to read
 	mark int // the first byte of in not copied yet
 	out  []byte
+	// limit: values may nest this deep at most (depth 0 is the value itself).
+	limit int
+	// unwrap: in is a wire expression, whose every array must be an escaped one ([[...]], out
+	// as [...]) and whose object keys must not be ones the evaluator drops (blockedNames); any
+	// other input, valid or not, is refused with errNotPlain.
+	unwrap bool
 }
+
+// errNotPlain: an unwrapping rawTranscoder met something that is not plain data (a special
+// form, a dropped key), or an input error; the message is then read the usual way.
+var errNotPlain = errors.New("capnweb: not plain data")
 
 // flush copies in[mark:to] to out.
 func (t *rawTranscoder) flush(to int) {
@@ -52,6 +64,9 @@ func (t *rawTranscoder) flush(to int) {
 }
 
 func (t *rawTranscoder) errorf(what string) error {
+	if t.unwrap {
+		return errNotPlain
+	}
 	return typeErrorf("json.RawMessage is not valid JSON: %s at offset %d", what, t.i)
 }
 
@@ -70,7 +85,10 @@ func (t *rawTranscoder) ws() {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func (t *rawTranscoder) value(depth int) error {
-	if depth > maxEncodeDepth {
+	if depth >= t.limit {
+		if t.unwrap {
+			return errNotPlain
+		}
 		return typeErrorf("json.RawMessage nests deeper than %d", maxEncodeDepth)
 	}
 	t.ws()
@@ -99,6 +117,9 @@ func (t *rawTranscoder) value(depth int) error {
 
 // array copies an array as an escaped one: [[...]].
 func (t *rawTranscoder) array(depth int) error {
+	if t.unwrap {
+		return t.escapedArray(depth)
+	}
 	t.i++
 	t.flush(t.i)
 	t.out = append(t.out, '[')
@@ -157,6 +178,9 @@ func (t *rawTranscoder) object(depth int) error {
 		}
 		if err != nil {
 			return err
+		}
+		if t.unwrap && droppedKey(k) {
+			return errNotPlain
 		}
 		dup := false
 		if seen == nil {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/internal/capnwebtest"
@@ -17,6 +18,12 @@ import (
 type docs struct{ capnweb.Target }
 
 func (docs) Doc(s string) json.RawMessage { return json.RawMessage(s) }
+
+// Dated returns a value with a date in it: data that JSON has no form for.
+func (docs) Dated() map[string]any { return map[string]any{"at": time.UnixMilli(0), "n": 1} }
+
+// Echo returns the JSON of its argument as it received it.
+func (docs) Echo(v json.RawMessage) json.RawMessage { return v }
 
 // TestRawMessage: a method's json.RawMessage result reaches the peer as the value it holds, over
 // each transport; pipelined property reads and .map() work on it; invalid JSON fails the call
@@ -97,6 +104,110 @@ func TestDecodeRawMessage(t *testing.T) {
 	var raw json.RawMessage
 	if err := capnweb.Decode(json.RawMessage(`{"id":"x"}`), &raw); err != nil || string(raw) != `{"id":"x"}` {
 		t.Errorf("Decode(json.RawMessage, *json.RawMessage) = %s, %v", raw, err)
+	}
+}
+
+// TestDecodeJSON: a result decoded into a json.RawMessage is its JSON (for plain data, read off
+// the message without a tree); values JSON has no form for are an error; a json.RawMessage
+// parameter receives its argument's JSON; over each transport, HTTP batch included.
+func TestDecodeJSON(t *testing.T) {
+	t.Parallel()
+	const doc = `{"task": {"id": "t1", "tags": ["a", "b"], "history": [{"n": 1}, {"n": 2.5e3}], "empty": [], "nested": [[1], []], "s": "\u00e9<"}}`
+	same := func(t *testing.T, what string, want string, got json.RawMessage) {
+		t.Helper()
+		var w, g any
+		if err := json.Unmarshal([]byte(want), &w); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s = %s: not JSON: %v", what, got, err)
+		}
+		if d := cmp.Diff(w, g); d != "" {
+			t.Errorf("%s = %s (-want +got):\n%s", what, got, d)
+		}
+	}
+	for _, m := range append(modes, "batch") {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			var s *capnweb.Session
+			if m == "batch" {
+				h := capnweb.NewHandler(func(*http.Request) (any, error) { return docs{}, nil }, nil)
+				ts := httptest.NewServer(h)
+				t.Cleanup(func() { h.Close(); ts.Close() })
+				s = capnweb.NewBatchSession(ts.URL, nil, nil)
+				t.Cleanup(func() { s.Close() })
+			} else {
+				s = newDocsEnv(t, m)
+			}
+			main := s.Main()
+			p := main.Call("doc", doc)
+			defer p.Release()
+			var raw, again json.RawMessage
+			if err := p.Decode(t.Context(), &raw); err != nil {
+				t.Fatal(err)
+			}
+			same(t, "doc() as json.RawMessage", doc, raw)
+			// Each Decode gets bytes of its own; the value also still reads as a tree.
+			clear(raw)
+			if err := p.Decode(t.Context(), &again); err != nil {
+				t.Fatal(err)
+			}
+			same(t, "doc() decoded again", doc, again)
+			if m != "batch" { // a batch client's promise cannot pipeline after its batch went
+				if id := capnwebtest.Await[string](t, p.Get("task", "id")); id != "t1" {
+					t.Errorf(`doc().task.id after Decode = %q, want "t1"`, id)
+				}
+			}
+			var st struct {
+				Task struct {
+					History []struct {
+						N float64 `json:"n"`
+					} `json:"history"`
+				} `json:"task"`
+			}
+			if err := p.Decode(t.Context(), &st); err != nil || len(st.Task.History) != 2 || st.Task.History[1].N != 2500 {
+				t.Errorf("doc() as a struct = %+v, %v", st, err)
+			}
+			if m == "batch" {
+				return // one batch per session; the rest is the same code as over a WebSocket
+			}
+			// An array result, and data JSON has no form for.
+			var arr json.RawMessage
+			if err := main.Call("doc", `[1,[2,{"a":[]}]]`).Decode(t.Context(), &arr); err != nil || string(arr) != `[1,[2,{"a":[]}]]` {
+				t.Errorf("doc([...]) as json.RawMessage = %s, %v", arr, err)
+			}
+			// .map() on a result that arrived as JSON (it runs here, on the settled value).
+			list := main.Call("doc", `[{"n":1},{"n":2}]`)
+			defer list.Release()
+			if err := list.Decode(t.Context(), &arr); err != nil {
+				t.Fatal(err)
+			}
+			ns := list.Map(func(_ *capnweb.Mapper, e *capnweb.Promise) any { return e.Get("n") })
+			if d := cmp.Diff([]any{1.0, 2.0}, capnwebtest.Await[[]any](t, ns)); d != "" {
+				t.Errorf("settled doc([...]).map(x => x.n) (-want +got):\n%s", d)
+			}
+			dated := main.Call("dated")
+			defer dated.Release()
+			if err := dated.Decode(t.Context(), &arr); err == nil || !strings.Contains(err.Error(), "no JSON form") {
+				t.Errorf("dated() as json.RawMessage: error %v, want one saying a date has no JSON form", err)
+			}
+			if n := capnwebtest.Await[float64](t, dated.Get("n")); n != 1 {
+				t.Errorf("dated().n = %v, want 1", n)
+			}
+			// A json.RawMessage parameter gets its argument's JSON: keys sorted, undefined
+			// members left out, as JSON.stringify writes them.
+			arg := map[string]any{"b": []any{1, "x", nil}, "a": map[string]any{}, "u": capnweb.Undefined}
+			var echoed json.RawMessage
+			if err := main.Call("echo", arg).Decode(t.Context(), &echoed); err != nil || string(echoed) != `{"a":{},"b":[1,"x",null]}` {
+				t.Errorf("echo(%v) = %s, %v", arg, echoed, err)
+			}
+			if err := capnwebtest.AwaitErr(t, main.Call("echo", time.UnixMilli(0))); !strings.Contains(err.Error(), "no JSON form") {
+				t.Errorf("echo(a date) error = %v, want one saying it has no JSON form", err)
+			}
+			if v := capnwebtest.Await[string](t, main.Call("echo", "after")); v != "after" {
+				t.Errorf(`echo("after") = %q`, v)
+			}
+		})
 	}
 }
 

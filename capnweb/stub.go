@@ -130,7 +130,11 @@ func (s *Stub) Await(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.pull(ctx)
+	v, err := h.pull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return materialize(v)
 }
 
 // Call calls a method on the promised value without waiting for it (pipelining).
@@ -152,6 +156,15 @@ func (p *Promise) Get(path ...any) *Promise {
 
 // Await waits for the promise and returns its value. Stubs in the value belong to the caller.
 func (p *Promise) Await(ctx context.Context) (any, error) {
+	v, err := p.await(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return materialize(v)
+}
+
+// await is Await, but a value received as plain data may be left as receivedJSON.
+func (p *Promise) await(ctx context.Context) (any, error) {
 	// p.Call(...).Await(ctx) leaves nothing else referring to p while the result is on its way:
 	// without this, p's cleanup could release the import and the result would never arrive.
 	defer runtime.KeepAlive(p)
@@ -168,9 +181,11 @@ func (p *Promise) Await(ctx context.Context) (any, error) {
 }
 
 // Decode awaits the promise and converts its value into dst, a non-nil pointer, with the rules
-// of the package-level Decode.
+// of the package-level Decode. Decoding into a *json.RawMessage gives the value's JSON; for a
+// result the peer sent as plain data, that JSON is read straight off the message, without
+// building the value from maps and slices first.
 func (p *Promise) Decode(ctx context.Context, dst any) error {
-	v, err := p.Await(ctx)
+	v, err := p.await(ctx)
 	if err != nil {
 		return err
 	}

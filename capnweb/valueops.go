@@ -171,6 +171,10 @@ func resolveValue(ctx context.Context, v any) (any, error) {
 		}
 		x.h.release()
 		x.h = errorHook{ErrReleased}
+		// A received value goes into a tree as a tree (see receivedJSON).
+		if r, err = materialize(r); err != nil {
+			return nil, err
+		}
 		return resolveValue(ctx, r)
 	}
 	return v, nil
