@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -244,12 +245,14 @@ func (t *capnwebTransport) isClosed() bool {
 }
 
 // invoke calls method on the main object, over the WebSocket or in a batch of its own, and
-// returns the awaited result.
-func (t *capnwebTransport) invoke(ctx context.Context, method string, args ...any) (any, error) {
+// hands the result's promise to read, with the context to await it under (a batch session is
+// still open then). An error read
+// returns is explained by callError, unless it is a resultError.
+func (t *capnwebTransport) invoke(ctx context.Context, method string, read func(context.Context, *capnweb.Promise) error, args ...any) error {
 	var s *capnweb.Session
 	if t.opts.Batch {
 		if t.isClosed() {
-			return nil, ErrClosed
+			return ErrClosed
 		}
 		// Destroy ends a batch in flight (a streaming call may wait for events a while).
 		var cancel context.CancelCauseFunc
@@ -262,16 +265,30 @@ func (t *capnwebTransport) invoke(ctx context.Context, method string, args ...an
 	} else {
 		var err error
 		if s, err = t.session(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	p := s.Main().Call(method, args...)
 	defer p.Release()
-	v, err := p.Await(ctx)
-	if err != nil {
-		return nil, t.callError(ctx, s, method, err)
+	if err := read(ctx, p); err != nil {
+		var re resultError
+		if errors.As(err, &re) {
+			return re.error
+		}
+		return t.callError(ctx, s, method, err)
 	}
-	return v, nil
+	return nil
+}
+
+// resultError is an error of a result that arrived: invoke returns it as it is.
+type resultError struct{ error }
+
+// awaitInto returns a read for invoke that stores the awaited result in *v.
+func awaitInto(v *any) func(context.Context, *capnweb.Promise) error {
+	return func(ctx context.Context, p *capnweb.Promise) (err error) {
+		*v, err = p.Await(ctx)
+		return err
+	}
 }
 
 // callError explains why a call on s failed: an A2A error of the agent, the caller's context,
@@ -292,22 +309,38 @@ func (t *capnwebTransport) callError(ctx context.Context, s *capnweb.Session, me
 }
 
 // call sends an A2A request and decodes the result into res (nil: the result is ignored).
+//
+// The request goes as its JSON (a json.RawMessage), and a result that arrives as plain data
+// (as every A2A result does) is read as its JSON straight into res: neither way builds the
+// value from maps and slices. A result holding what JSON has no form for (bytes, dates: a
+// server may send those) is read as a tree instead, converted as ProtoJSON writes them.
 func (t *capnwebTransport) call(ctx context.Context, params a2aclient.ServiceParams, method string, req, res any) error {
-	w, err := wire.Encode(req)
+	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("client: encoding the %s request: %w", method, err)
 	}
-	v, err := t.invoke(ctx, method, w, paramsValue(params))
-	if err != nil {
-		return err
-	}
-	if res == nil {
+	return t.invoke(ctx, method, func(ctx context.Context, p *capnweb.Promise) error {
+		if res == nil {
+			_, err := p.Await(ctx)
+			return err
+		}
+		var raw json.RawMessage
+		if p.Decode(ctx, &raw) == nil {
+			if err := json.Unmarshal(raw, res); err != nil {
+				return resultError{fmt.Errorf("client: %s returned an invalid result: %w", method, err)}
+			}
+			return nil
+		}
+		// A failed call fails here again; a result JSON has no form for is read as a tree.
+		v, err := p.Await(ctx)
+		if err != nil {
+			return err
+		}
+		if err := wire.Decode(v, res); err != nil {
+			return resultError{fmt.Errorf("client: %s returned an invalid result: %w", method, err)}
+		}
 		return nil
-	}
-	if err := wire.Decode(v, res); err != nil {
-		return fmt.Errorf("client: %s returned an invalid result: %w", method, err)
-	}
-	return nil
+	}, json.RawMessage(body), paramsValue(params))
 }
 
 // unary is call for operations whose result is a value of type T.

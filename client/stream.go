@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,7 @@ type streamState struct {
 // startStream encodes a streaming request and the state of a stream that has delivered nothing
 // yet, or, for a subscription the caller resumes with Last-Event-ID, everything up to it.
 func startStream(params a2aclient.ServiceParams, method string, req any, id a2a.TaskID, tenant string) (any, *streamState, error) {
-	request, err := wire.Encode(req)
+	request, err := json.Marshal(req) // sent as its JSON (see call)
 	if err != nil {
 		return nil, nil, fmt.Errorf("client: encoding the %s request: %w", method, err)
 	}
@@ -58,14 +59,14 @@ func startStream(params a2aclient.ServiceParams, method string, req any, id a2a.
 	if n, ok := callerLastEventID(params); ok && method == "subscribeToTask" {
 		st.last, st.interruptEnds = n, false
 	}
-	return request, st, nil
+	return json.RawMessage(request), st, nil
 }
 
 // resumeRequest is the subscribeToTask request that continues st after its last event.
 func (st *streamState) resumeRequest(params a2aclient.ServiceParams) (any, a2aclient.ServiceParams, error) {
-	request, err := wire.Encode(&a2a.SubscribeToTaskRequest{ID: st.id, Tenant: st.tenant})
+	request, err := json.Marshal(&a2a.SubscribeToTaskRequest{ID: st.id, Tenant: st.tenant})
 	st.resumed = true
-	return request, withLastEventID(params, st.last), err
+	return json.RawMessage(request), withLastEventID(params, st.last), err
 }
 
 // stream runs a streaming method over the WebSocket and resumes it when the connection drops.
@@ -289,8 +290,8 @@ func (t *capnwebTransport) batchStream(ctx context.Context, params a2aclient.Ser
 		}
 		p := params
 		for {
-			v, err := t.invoke(ctx, method, request, capnweb.Undefined, paramsValue(p))
-			if err != nil {
+			var v any
+			if err := t.invoke(ctx, method, awaitInto(&v), request, capnweb.Undefined, paramsValue(p)); err != nil {
 				yield(nil, err)
 				return
 			}
