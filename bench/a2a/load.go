@@ -62,12 +62,23 @@ func rpcBody(dst []byte, method, text string) []byte {
 	dst = strconv.AppendUint(dst, id, 10)
 	dst = append(dst, `,"method":"`...)
 	dst = append(dst, method...)
-	dst = append(dst, `","params":{"message":{"messageId":"bench-`...)
+	dst = append(dst, `","params":`...)
+	dst = appendSendParams(dst, id, text)
+	return append(dst, '}')
+}
+
+// sendParams appends the params of a SendMessage (a SendMessageRequest) with a fresh messageId
+// to dst[:0]: the capnweb client's request, as its JSON.
+func sendParams(dst []byte, text string) []byte {
+	return appendSendParams(dst[:0], reqSeq.Add(1), text)
+}
+
+func appendSendParams(dst []byte, id uint64, text string) []byte {
+	dst = append(dst, `{"message":{"messageId":"bench-`...)
 	dst = strconv.AppendUint(dst, id, 10)
 	dst = append(dst, `","role":"ROLE_USER","parts":[{"text":"`...)
 	dst = append(dst, text...)
-	dst = append(dst, `"}]}}}`...)
-	return dst
+	return append(dst, `"}]}}`...)
 }
 
 func newRequest(ctx context.Context, url string, body []byte, stream bool) (*http.Request, error) {
