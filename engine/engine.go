@@ -118,8 +118,15 @@ var errInterrupted = errors.New("engine: server shutting down")
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
+	e.cancel(errInterrupted) // before the runs are visited: see startRunLocked
+	for _, ts := range e.tasks {
+		ts.mu.Lock()
+		if ts.run != nil && ts.run.cancel != nil {
+			ts.run.cancel(errInterrupted)
+		}
+		ts.mu.Unlock()
+	}
 	e.mu.Unlock()
-	e.cancel(errInterrupted)
 	e.workers.Close()
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
@@ -304,14 +311,20 @@ func (ts *taskState) waitLocked(finalOnly bool) <-chan struct{} {
 
 // startRun starts the executor on a task. rec is nil for a new task (created when the first
 // event arrives, with the push configs push), with initial its first state. Caller holds ts.mu.
+//
+// The run's context is not derived from the engine's: deriving it registered every run with
+// the engine's context, a lock and a map update shared by all runs, twice per task. Close
+// cancels the runs it finds in the task map instead, and a run that starts once Close began
+// starts canceled.
 func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task, push []*a2a.PushConfig) {
-	ctx, cancel := context.WithCancelCause(e.ctx)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(e.ctx))
 	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
+	if e.ctx.Err() != nil {
+		cancel(errInterrupted) // Close has begun, and may have visited ts already
+	}
 	e.goWork(func() {
 		defer close(r.done)
-		// Until canceled, the run's context stays registered with the engine's: without this,
-		// every task ever run was kept there until Close.
 		defer cancel(errRunEnded)
 		e.execute(ctx, ts, r, initial, rec)
 	})

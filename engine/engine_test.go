@@ -984,3 +984,55 @@ func TestSendMessageOutlivesRing(t *testing.T) {
 		t.Errorf("SendMessage() = %s with %d artifacts, want completed with one of %d parts", task.Status.State, len(task.Artifacts), n)
 	}
 }
+
+// waiter works until its context ends: it says working, then reports when it saw the end.
+type waiter struct{ started chan struct{} }
+
+func (w waiter) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		w.started <- struct{}{}
+		<-ctx.Done()
+	}
+}
+
+func (waiter) Cancel(context.Context, *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(func(a2a.Event, error) bool) {}
+}
+
+// Close interrupts the runs in progress: their executors see their contexts end with the
+// shutdown as the cause, and their tasks are marked failed, so no client waits on a task
+// nobody runs. Operations after Close fail with ErrClosed.
+func TestCloseInterruptsRuns(t *testing.T) {
+	t.Parallel()
+	w := waiter{started: make(chan struct{}, 3)}
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	eng := engine.New(w, st, nil)
+	var ids []a2a.TaskID
+	for range 3 {
+		req := msg("wait")
+		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+		ids = append(ids, send(t, eng, t.Context(), req).ID)
+		<-w.started
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := eng.Close(ctx); err != nil {
+		t.Fatalf("Close() = %v, want the runs ended", err)
+	}
+	for _, id := range ids {
+		rec, err := st.Get(t.Context(), store.Owner{}, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Task.Status.State; got != a2a.TaskStateFailed {
+			t.Errorf("task %s after Close: %s, want %s", id, got, a2a.TaskStateFailed)
+		}
+	}
+	if _, err := eng.SendMessage(t.Context(), msg("late")); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("SendMessage after Close = %v, want ErrClosed", err)
+	}
+}
