@@ -20,10 +20,11 @@ import (
 // type that holds them exactly; objects to structs (by json field names, case-sensitively) and
 // maps with string keys; arrays to slices and arrays; undefined and null to zero values. Stubs,
 // errors, dates (time.Time), URLs, headers, bytes and streams convert to their own types. Into
-// a json.RawMessage, a value converts to its JSON as JSON.stringify writes it (undefined gives
-// a nil json.RawMessage); values JSON has no form for (stubs, streams, errors, dates, bytes,
-// bigints, non-finite numbers) are an error. A value that does not fit is an error naming
-// where.
+// a json.RawMessage, a value converts to its JSON as JSON.stringify writes it, with bytes as
+// base64 strings and dates as RFC 3339 strings in UTC (as encoding/json writes []byte and
+// time.Time); undefined gives a nil json.RawMessage, and values with no JSON form (stubs,
+// streams, errors, bigints, invalid dates, non-finite numbers, URLs, headers) are an error. A
+// value that does not fit is an error naming where.
 func Decode(v any, dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {

@@ -28,10 +28,20 @@ type jsonReader struct {
 	// strs, when not nil, holds short strings already read (method names, object keys), each
 	// with its interface value: a string read again costs no allocation.
 	strs map[string]any
-	// capture, when not 0, has the third element of the top-level array read as receivedJSON
-	// if it is plain data no deeper than capture (a resolve's value; see captureJSON).
+	// capture, when not 0, is the MaxDepth under which the values at site are read as
+	// receivedJSON when they are plain data (see captureJSON).
 	capture int
+	site    captureSite
+	at      [2]int // the index of the element being read at depths 0 and 1
 }
+
+// captureSite says which values of a message the reader captures.
+type captureSite uint8
+
+const (
+	captureResolve captureSite = iota + 1 // ["resolve", id, VALUE]
+	captureArgs                           // ["push", ["pipeline", id, path, [ARG, ...]]]
+)
 
 // Interning bounds: strings up to maxInternLen bytes, up to maxInterned of them per session.
 const (
@@ -232,14 +242,26 @@ func (r *jsonReader) elems(depth int) error {
 	}
 }
 
-// elem reads the element n of an array at depth: the value of a resolve message as
-// receivedJSON when the reader captures it and it is plain data.
+// elem reads the element n of an array at depth: as receivedJSON when it is a value the
+// reader captures (site) and plain data.
 func (r *jsonReader) elem(depth, n int) (any, error) {
-	if n == 2 && depth == 0 && r.capture > 0 {
-		if r.skipSpace(); r.pos < len(r.data) && (r.data[r.pos] == '{' || r.data[r.pos] == '[') {
-			if v, end, ok := captureJSON(r.data, r.pos, r.capture); ok {
-				r.pos = end
-				return v, nil
+	if r.capture > 0 {
+		if depth < len(r.at) {
+			r.at[depth] = n
+		}
+		limit := 0
+		switch {
+		case r.site == captureResolve && depth == 0 && n == 2:
+			limit = r.capture // evaluated at depth 0
+		case r.site == captureArgs && depth == 2 && r.at[0] == 1 && r.at[1] == 3:
+			limit = r.capture - 1 // each argument is evaluated at depth 1
+		}
+		if limit > 0 {
+			if r.skipSpace(); r.pos < len(r.data) && (r.data[r.pos] == '{' || r.data[r.pos] == '[') {
+				if v, end, ok := captureJSON(r.data, r.pos, limit); ok {
+					r.pos = end
+					return v, nil
+				}
 			}
 		}
 	}
@@ -250,12 +272,17 @@ func (r *jsonReader) elem(depth, n int) (any, error) {
 // dst instead of allocating the array itself. It returns how many there are, or -1 when the
 // input is JSON but not an array of at most len(dst) elements.
 //
-// With capture (the session's MaxDepth; 0: never), the value of a resolve message is read as
-// receivedJSON when it is plain data.
+// With capture (the session's MaxDepth; 0: never), the value of a resolve message, and the
+// arguments of a call a push message makes, are read as receivedJSON when they are plain data.
 func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, dst *[4]any, capture int) (int, []any, error) {
-	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs}
-	if bytes.HasPrefix(data, []byte(`["resolve",`)) {
-		r.capture = capture
+	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs, capture: capture}
+	switch {
+	case bytes.HasPrefix(data, []byte(`["resolve",`)):
+		r.site = captureResolve
+	case bytes.HasPrefix(data, []byte(`["push",["pipeline",`)):
+		r.site = captureArgs
+	default:
+		r.capture = 0
 	}
 	r.skipSpace()
 	n := -1

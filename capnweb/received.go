@@ -7,9 +7,11 @@ package capnweb
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 	"unicode/utf8"
 )
 
@@ -18,9 +20,10 @@ import (
 // keys, no key the evaluator drops (blockedNames) and no nesting deeper than the session's
 // MaxDepth, so tree cannot fail on it. It is never modified.
 //
-// It lives only in the value of a settled import (a "resolve" message's value), and leaves the
-// package only as a tree (Await, resolveValue, followValue), as the wire expression again
-// (encoder), or as a json.RawMessage copy (convertTo).
+// It lives only in the value of a settled import (a "resolve" message's value) and in the
+// arguments of a call the peer pushed, and leaves the package only as a tree (Await,
+// resolveValue, followValue, convertTo), as the wire expression again (encoder), or as a
+// json.RawMessage (convertTo, for a parameter or Decode target of that type).
 type receivedJSON []byte
 
 // captureJSON reads the wire expression at data[pos], an object or an escaped array, as
@@ -114,9 +117,10 @@ func materialize(v any) (any, error) {
 
 // jsonOf returns the JSON text of a received value, for a json.RawMessage: receivedJSON as it
 // is (copied), and trees of JSON data as JSON.stringify writes them (undefined members of
-// objects left out, undefined elements of arrays as null, object keys in sorted order). Values
-// JSON has no form for — capabilities, streams, errors, dates, bytes, bigints, non-finite
-// numbers — are errors.
+// objects left out, undefined elements of arrays as null, object keys in sorted order), with
+// bytes as base64 strings and dates as RFC 3339 strings in UTC, as encoding/json writes
+// []byte and time.Time. Values with no JSON form — capabilities, streams, errors, bigints,
+// invalid dates, non-finite numbers, URLs, headers — are errors.
 func jsonOf(v any) (json.RawMessage, error) {
 	switch x := v.(type) {
 	case receivedJSON:
@@ -152,6 +156,14 @@ func appendJSONOf(b []byte, v any, depth int) ([]byte, error) {
 		return appendJSONNumber(b, x), nil
 	case receivedJSON:
 		return append(b, x...), nil
+	case []byte:
+		return appendBase64(b, x), nil
+	case TypedBytes:
+		return appendBase64(b, x.Data), nil
+	case time.Time:
+		b = append(b, '"')
+		b = x.UTC().AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"'), nil
 	case json.RawMessage:
 		if !json.Valid(x) {
 			return nil, fmt.Errorf("capnweb: json.RawMessage is not valid JSON")
@@ -191,6 +203,12 @@ func appendJSONOf(b []byte, v any, depth int) ([]byte, error) {
 		return append(b, '}'), nil
 	}
 	return nil, fmt.Errorf("capnweb: a %s has no JSON form", valueKind(v))
+}
+
+func appendBase64(b, data []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, data)
+	return append(b, '"')
 }
 
 // valueKind names the kind of a received value in errors.

@@ -10,6 +10,11 @@ import (
 // resolveOf is a resolve message carrying the expression wire.
 func resolveOf(wire string) []byte { return []byte(`["resolve",1,` + wire + `]`) }
 
+// pushOf is a push message calling m with the arguments wire, an expression each.
+func pushOf(wire ...string) []byte {
+	return []byte(`["push",["pipeline",0,["m"],[` + strings.Join(wire, ",") + `]]]`)
+}
+
 // captured parses msg as the session does, capturing at MaxDepth, and returns its value element.
 func captured(t testing.TB, msg []byte) (any, error) {
 	t.Helper()
@@ -71,6 +76,85 @@ func TestCaptureJSON(t *testing.T) {
 			t.Errorf("%s: captured as %s, want %s", tc.wire, rj, tc.json)
 		}
 		checkCaptureSame(t, msg)
+		checkArgCaptureSame(t, pushOf(tc.wire, `{"b":1}`, `["undefined"]`))
+	}
+}
+
+// TestCaptureArgs: the arguments of a pushed call are captured when plain, each on its own;
+// nothing else in a push is.
+func TestCaptureArgs(t *testing.T) {
+	t.Parallel()
+	var dst [4]any
+	msg := pushOf(`{"a":[[1]]}`, `["date",0]`, `[["x"]]`, `5`)
+	n, _, err := parseMessage(msg, 64, nil, nil, &dst, DefaultLimits.MaxDepth)
+	if err != nil || n != 2 {
+		t.Fatalf("parseMessage(%s) = %d, %v", msg, n, err)
+	}
+	call := dst[1].([]any)
+	if _, ok := call[2].([]any); !ok {
+		t.Errorf("the call's path was read as %T", call[2])
+	}
+	args := call[3].([]any)
+	want := []string{`{"a":[1]}`, "", `["x"]`, ""}
+	for i, w := range want {
+		rj, ok := args[i].(receivedJSON)
+		if ok != (w != "") || ok && string(rj) != w {
+			t.Errorf("argument %d read as %T %v, want %q", i, args[i], args[i], w)
+		}
+	}
+	// Elsewhere in a push, in a pull, in a stream message: nothing is captured.
+	for _, other := range []string{`["push",["pipeline",0,["m"]]]`, `["push",{"a":1}]`, `["stream",["pipeline",0,["write"],[{"a":1}]]]`,
+		`["push",["import",0,["m"],[{"a":1}]]]`, `["reject",1,{"a":1}]`} {
+		var dst [4]any
+		parseMessage([]byte(other), 64, nil, nil, &dst, DefaultLimits.MaxDepth)
+		if found := anyLeaf(dst[:], func(v any) bool { _, ok := v.(receivedJSON); return ok }); found {
+			t.Errorf("%s: something was captured: %v", other, dst)
+		}
+	}
+}
+
+// checkArgCaptureSame checks that the arguments of msg, a push of a pipelined call, read the
+// same with capture as without: the same error, or the same values once evaluated (as a call's
+// arguments are, from depth 1).
+func checkArgCaptureSame(t *testing.T, msg []byte) {
+	t.Helper()
+	lim := DefaultLimits
+	var plain, capt [4]any
+	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, 0)
+	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, lim.MaxDepth)
+	if (perr == nil) != (cerr == nil) || n != nc {
+		t.Fatalf("%s: read with capture = %d, %v; without = %d, %v", msg, nc, cerr, n, perr)
+	}
+	if perr != nil || n != 2 {
+		return
+	}
+	pc, _ := plain[1].([]any)
+	cc, _ := capt[1].([]any)
+	if len(pc) != 4 || len(cc) != 4 {
+		return
+	}
+	pargs, _ := pc[3].([]any)
+	cargs, _ := cc[3].([]any)
+	if len(pargs) != len(cargs) {
+		t.Fatalf("%s: %d arguments with capture, %d without", msg, len(cargs), len(pargs))
+	}
+	for i, c := range cargs {
+		rj, ok := c.(receivedJSON)
+		if !ok {
+			continue
+		}
+		ev := evaluator{im: noImporter{}, lim: &lim}
+		a := []any{pargs[i]}
+		if err := ev.evaluateElems(a); err != nil {
+			t.Fatalf("%s: argument %d captured as %s, but it does not evaluate: %v", msg, i, rj, err)
+		}
+		got, err := rj.tree()
+		if err != nil {
+			t.Fatalf("%s: captured %s does not read back: %v", msg, rj, err)
+		}
+		if d := diffValues(a[0], got); d != "" {
+			t.Fatalf("%s: argument %d differs from the evaluated one (-evaluated +captured):\n%s", msg, i, d)
+		}
 	}
 }
 
@@ -123,6 +207,14 @@ func TestCaptureJSONDepth(t *testing.T) {
 		if _, ok := v.(receivedJSON); ok != tc.want || err != nil {
 			t.Errorf("%d nested objects: captured %v (err %v), want %v", tc.depth, ok, err, tc.want)
 		}
+		// An argument is evaluated one level down.
+		var dst [4]any
+		if _, _, err := parseMessage(pushOf(wire), 2*max+8, nil, nil, &dst, max); err == nil {
+			arg := dst[1].([]any)[3].([]any)[0]
+			if _, ok := arg.(receivedJSON); ok != (tc.depth < max-1) {
+				t.Errorf("an argument of %d nested objects: captured %v", tc.depth, ok)
+			}
+		}
 		arrays := strings.Repeat(`[[`, tc.depth) + "1" + strings.Repeat("]]", tc.depth)
 		v, err = captured(t, resolveOf(`{"a":`+arrays+`}`))
 		if _, ok := v.(receivedJSON); ok != (tc.depth < max-1) || err != nil {
@@ -143,6 +235,7 @@ func FuzzCaptureJSON(f *testing.F) {
 			return // deep nesting is TestCaptureJSONDepth's
 		}
 		checkCaptureSame(t, resolveOf(string(wire)))
+		checkArgCaptureSame(t, pushOf(string(wire)))
 	})
 }
 
