@@ -81,6 +81,19 @@ type abortError struct {
 
 func (e *abortError) Error() string { return e.msg }
 
+// ArgError is the error of a call to a Go method or func whose argument does not convert to
+// its parameter's type (Decode's rules). The peer gets it as a TypeError whose message is
+// Error's, unless Options.SendError maps it to something else (an API's own "invalid
+// argument" error, say).
+type ArgError struct {
+	Arg int   // which argument, counted from 1
+	Err error // why it does not convert
+}
+
+func (e *ArgError) Error() string { return fmt.Sprintf("argument %d: %v", e.Arg, e.Err) }
+
+func (e *ArgError) Unwrap() error { return e.Err }
+
 func protocolErrorf(format string, args ...any) error {
 	return &abortError{name: "Error", msg: fmt.Sprintf(format, args...)}
 }
@@ -100,6 +113,10 @@ func (s *Session) wireError(err error) *Error {
 }
 
 func defaultWireError(err error) *Error {
+	var arg *ArgError
+	if errors.As(err, &arg) {
+		return &Error{Name: "TypeError", Message: arg.Error()}
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		if e.Stack == "" {

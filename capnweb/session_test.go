@@ -3,6 +3,7 @@ package capnweb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -153,7 +154,45 @@ func TestErrorRedaction(t *testing.T) {
 	}
 }
 
+// An argument that does not convert fails the call with a TypeError naming it, an ArgError
+// that Options.SendError may map; the session goes on.
+func TestArgError(t *testing.T) {
+	t.Parallel()
+	for _, mapped := range []bool{false, true} {
+		a, b := capnweb.Pipe()
+		var opts *capnweb.Options
+		if mapped {
+			opts = &capnweb.Options{SendError: func(err error) *capnweb.Error {
+				var ae *capnweb.ArgError
+				if errors.As(err, &ae) {
+					return capnweb.NewError("RangeError", fmt.Sprintf("bad argument #%d", ae.Arg)).WithProp("code", 22)
+				}
+				return nil
+			}}
+		}
+		srv := capnweb.NewSession(a, &leaky{}, opts)
+		cli := capnweb.NewSession(b, nil, nil)
+		err := capnwebtest.AwaitErr(t, cli.Main().Call("twice", "two"))
+		var ce *capnweb.Error
+		switch {
+		case !errors.As(err, &ce):
+			t.Errorf("twice(\"two\") error = %v, want a *capnweb.Error", err)
+		case !mapped && (ce.Name != "TypeError" || !strings.HasPrefix(ce.Message, "argument 1: ")):
+			t.Errorf("twice(\"two\") error = %s: %s, want a TypeError about argument 1", ce.Name, ce.Message)
+		case mapped && (ce.Name != "RangeError" || ce.Message != "bad argument #1" || ce.Props["code"] != 22.0):
+			t.Errorf("twice(\"two\") with SendError = %s: %s %v, want the mapped error", ce.Name, ce.Message, ce.Props)
+		}
+		if got := capnwebtest.Await[float64](t, cli.Main().Call("twice", 2)); got != 4 {
+			t.Errorf("twice(2) after the failure = %v, want 4", got)
+		}
+		cli.Close()
+		srv.Close()
+	}
+}
+
 type leaky struct{ capnweb.Target }
+
+func (leaky) Twice(n float64) float64 { return 2 * n }
 
 func (leaky) Query() error { return errors.New("dial db: password=hunter2 refused") }
 func (leaky) Panics() int  { panic("secret state") }

@@ -210,7 +210,7 @@ func invoke(ctx context.Context, fn any, args []any) (any, error) {
 		}
 		rv, err := convertTo(a, mi.in[i])
 		if err != nil {
-			return nil, NewError("TypeError", fmt.Sprintf("argument %d: %v", i+1, err))
+			return nil, &ArgError{Arg: i + 1, Err: err}
 		}
 		in = append(in, rv)
 	}
@@ -219,7 +219,7 @@ func invoke(ctx context.Context, fn any, args []any) (any, error) {
 		for i := fixed; i < len(args); i++ {
 			rv, err := convertTo(args[i], et)
 			if err != nil {
-				return nil, NewError("TypeError", fmt.Sprintf("argument %d: %v", i+1, err))
+				return nil, &ArgError{Arg: i + 1, Err: err}
 			}
 			in = append(in, rv)
 		}
