@@ -19,6 +19,7 @@ package binding
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -142,7 +143,10 @@ func BenchmarkCapnwebSendMessage(b *testing.B) {
 }
 
 func BenchmarkCapnwebWire(b *testing.B) {
-	req := userMessageWire("hello")
+	var req json.RawMessage // a sendMessage request as the method receives it
+	if err := capnweb.Decode(userMessageWire("hello"), &req); err != nil {
+		b.Fatal(err)
+	}
 	var sreq a2a.SendMessageRequest
 	if err := fromWire(req, &sreq); err != nil {
 		b.Fatal(err)

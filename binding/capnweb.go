@@ -267,7 +267,7 @@ type funcSender interface {
 // task settles through a capnweb.Deferred: while the agent works, the call holds no goroutine,
 // and the connection's next calls run at once on its read loop. A message that continues a task
 // or carries a push configuration, which the handler checks against the store first, blocks.
-func (s *agentSession) SendMessage(ctx context.Context, request, params any) (any, error) {
+func (s *agentSession) SendMessage(ctx context.Context, request json.RawMessage, params any) (any, error) {
 	var req a2a.SendMessageRequest
 	if err := fromWire(request, &req); err != nil {
 		return nil, err
@@ -301,7 +301,12 @@ func (s *agentSession) SendMessage(ctx context.Context, request, params any) (an
 }
 
 // GetTask is GetTask.
-func (s *agentSession) GetTask(ctx context.Context, request, params any) (any, error) {
+func (s *agentSession) GetTask(ctx context.Context, request json.RawMessage, params any) (any, error) {
+	return s.getTask(ctx, request, params)
+}
+
+// getTask is GetTask for a request that is JSON (a json.RawMessage) or a value tree.
+func (s *agentSession) getTask(ctx context.Context, request, params any) (any, error) {
 	var req a2a.GetTaskRequest
 	return unary(s, ctx, "GetTask", request, params, &req, s.b.h.GetTask)
 }
@@ -386,7 +391,7 @@ func unary[Req, Res any](s *agentSession, ctx context.Context, method string, re
 
 // SendStreamingMessage is SendStreamingMessage, delivered to observer or, without one, as a
 // ReadableStream (see the binding's Streaming section).
-func (s *agentSession) SendStreamingMessage(ctx context.Context, request, observer, params any) (any, error) {
+func (s *agentSession) SendStreamingMessage(ctx context.Context, request json.RawMessage, observer, params any) (any, error) {
 	var req a2a.SendMessageRequest
 	if err := fromWire(request, &req); err != nil {
 		return nil, err
@@ -767,7 +772,7 @@ func (h *taskHandle) Get(ctx context.Context, request, params any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return h.s.GetTask(ctx, req, params)
+	return h.s.getTask(ctx, req, params)
 }
 
 // Cancel is cancelTask for this task.

@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/a2ajson"
 	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
@@ -29,9 +31,22 @@ func jsonWire(v any) (any, error) { return wire.Encode(v) }
 
 // fromWire decodes a received capnweb value into an A2A request. Values JSON cannot hold are
 // converted where ProtoJSON has a form for them (bytes, dates) and refused otherwise. A missing
-// request is an empty one. The requests of the hot path are decoded directly when they can be
-// (wireconv.go); the result is the same as by way of JSON.
+// request is an empty one.
+//
+// The requests of the hot path (sendMessage, sendStreamingMessage, getTask) arrive as their
+// JSON (a json.RawMessage parameter: capnweb hands over the JSON it received, and converts
+// bytes and dates as above), which a2ajson.DecodeRequest reads; other values are decoded
+// directly when they can be (wireconv.go), by way of JSON otherwise. The result is the same.
 func fromWire(v any, dst any) error {
+	if raw, ok := v.(json.RawMessage); ok {
+		if len(raw) == 0 {
+			raw = json.RawMessage("{}") // undefined
+		}
+		if err := a2ajson.DecodeRequest(raw, dst); err != nil {
+			return invalidParams(err.Error())
+		}
+		return nil
+	}
 	if directFromWire(v, dst) {
 		return nil
 	}
@@ -96,6 +111,11 @@ func capnwebError(err error) *capnweb.Error {
 	var ce *capnweb.Error
 	if errors.As(err, &ce) {
 		return ce // the peer's own error (an observer that threw), or one made on purpose
+	}
+	var arg *capnweb.ArgError
+	if errors.As(err, &arg) {
+		// An argument capnweb could not convert (a capability where a request's JSON goes).
+		err = invalidParams(arg.Error())
 	}
 	var re *requestError
 	if errors.As(err, &re) {

@@ -186,8 +186,8 @@ func TestDirectWireCovers(t *testing.T) {
 	}
 }
 
-// requestCases are received request values: the ones the direct decoding takes, and ones it
-// must leave to JSON.
+// requestCases are received request values: usual ones, and unusual ones (which the
+// hand-written decoders leave to encoding/json, or which fail).
 func requestCases() (direct, declined map[string]any) {
 	msg := func(extra map[string]any) map[string]any {
 		m := map[string]any{"messageId": "m1", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "hi"}}}
@@ -247,50 +247,72 @@ func requestCases() (direct, declined map[string]any) {
 	return direct, declined
 }
 
-// decodeBoth decodes v with directFromWire and with jsonFromWire into fresh values of the type
-// the case is for (GetTaskRequest when it has an "id", else SendMessageRequest).
-func decodeBoth(v any) (direct, viaJSON any, ok bool, jsonErr error) {
+// decodeBoth decodes v, a request value as the peer sent it, as the binding does and by the
+// JSON path that defines the result (jsonFromWire), into fresh values of the type the case is
+// for (GetTaskRequest when it has an "id", else SendMessageRequest). The binding receives it
+// as a method's json.RawMessage parameter (capnweb converts it, as capnweb.Decode does), or,
+// for a task handle's getTask, as a tree that directFromWire may decode. It returns both
+// results and both errors; direct reports whether directFromWire took the tree.
+func decodeBoth(t *testing.T, v any) (got, want any, gotErr, wantErr error, direct bool) {
+	t.Helper()
+	var raw json.RawMessage
+	convErr := capnweb.Decode(v, &raw)
 	if m, isMap := v.(map[string]any); isMap && m["id"] != nil {
-		var d, j a2a.GetTaskRequest
-		ok = directFromWire(v, &d)
-		return &d, &j, ok, jsonFromWire(v, &j)
+		var g, d, w a2a.GetTaskRequest
+		wantErr = jsonFromWire(v, &w)
+		if direct = directFromWire(v, &d); direct && (wantErr != nil || !cmp.Equal(d, w)) {
+			t.Errorf("directFromWire(%v) = %+v, the JSON path %+v, %v", v, d, w, wantErr)
+		}
+		if gotErr = convErr; gotErr == nil {
+			gotErr = fromWire(raw, &g)
+		}
+		return &g, &w, gotErr, wantErr, direct
 	}
-	var d, j a2a.SendMessageRequest
-	ok = directFromWire(v, &d)
-	return &d, &j, ok, jsonFromWire(v, &j)
+	var g, w a2a.SendMessageRequest
+	wantErr = jsonFromWire(v, &w)
+	if gotErr = convErr; gotErr == nil {
+		gotErr = fromWire(raw, &g)
+	}
+	return &g, &w, gotErr, wantErr, false
 }
 
-func TestDirectFromWire(t *testing.T) {
+// TestFromWire: the requests a method receives as JSON decode as by the JSON path, and fail
+// where it fails; a task handle's getTask tree decodes directly when it can.
+func TestFromWire(t *testing.T) {
 	t.Parallel()
 	direct, declined := requestCases()
 	for name, v := range direct {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got, want, ok, err := decodeBoth(v)
-			if err != nil {
-				t.Fatalf("jsonFromWire() = %v", err)
-			}
-			if !ok {
-				t.Fatal("directFromWire() declined")
+			got, want, gotErr, wantErr, _ := decodeBoth(t, v)
+			if gotErr != nil || wantErr != nil {
+				t.Fatalf("fromWire() = %v, the JSON path %v", gotErr, wantErr)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("directFromWire() differs from JSON (-want +got):\n%s", diff)
+				t.Errorf("fromWire() differs from the JSON path (-want +got):\n%s", diff)
 			}
 		})
 	}
 	for name, v := range declined {
-		t.Run("declined/"+name, func(t *testing.T) {
+		t.Run("unusual/"+name, func(t *testing.T) {
 			t.Parallel()
-			got, _, ok, _ := decodeBoth(v)
-			if ok {
-				t.Errorf("directFromWire() decoded it (%+v): want the JSON path", got)
+			got, want, gotErr, wantErr, _ := decodeBoth(t, v)
+			if (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("fromWire() = %v, the JSON path %v", gotErr, wantErr)
+			}
+			if diff := cmp.Diff(want, got); gotErr == nil && diff != "" {
+				t.Errorf("fromWire() differs from the JSON path (-want +got):\n%s", diff)
 			}
 		})
 	}
+	m, _ := direct["getTask"].(map[string]any)
+	if _, _, _, _, ok := decodeBoth(t, m); !ok {
+		t.Error("directFromWire() declined a plain getTask tree")
+	}
 }
 
-// FuzzFromWire checks that whatever directFromWire decodes, the JSON path decodes the same
-// way. The input is JSON; strings "$u" stand for undefined, "$b…" for bytes, "$d<ms>" for a
+// FuzzFromWire checks that a request decodes as the JSON path decodes it, or fails where it
+// fails. The input is JSON; strings "$u" stand for undefined, "$b…" for bytes, "$d<ms>" for a
 // date, so that capnweb's own values appear too.
 func FuzzFromWire(f *testing.F) {
 	direct, _ := requestCases()
@@ -309,15 +331,12 @@ func FuzzFromWire(f *testing.F) {
 			return
 		}
 		v = capnwebValues(v)
-		got, want, ok, err := decodeBoth(v)
-		if !ok {
-			return
+		got, want, gotErr, wantErr, _ := decodeBoth(t, v)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("fromWire(%s) = %v, the JSON path %v", in, gotErr, wantErr)
 		}
-		if err != nil {
-			t.Fatalf("directFromWire() decoded %s, which JSON refuses: %v", in, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("directFromWire(%s) differs from JSON (-want +got):\n%s", in, diff)
+		if diff := cmp.Diff(want, got); gotErr == nil && diff != "" {
+			t.Errorf("fromWire(%s) differs from the JSON path (-want +got):\n%s", in, diff)
 		}
 	})
 }
