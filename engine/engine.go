@@ -389,7 +389,8 @@ func (e *Engine) pull(ctx context.Context, r *run, newTask bool, stop <-chan str
 
 // execute consumes the executor's events, applying and storing them with the events
 // themselves. Events that queued up while the previous write ran are written together, in one
-// store write (the first event of a new task is written alone, so that it is not delayed).
+// store write (the first event of a new task is written alone, so that it is not delayed,
+// unless the run already ended: then everything is written at once).
 func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2a.Task, rec *store.Task) {
 	defer func() {
 		ts.mu.Lock()
@@ -514,22 +515,31 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 		return true
 	}
 
-	var batch []pulled
+	var batch, held []pulled
 events:
 	for {
-		it, ok := next(q, pullerDone)
-		if !ok {
-			break
+		if len(held) > 0 {
+			batch = append(batch[:0], held...)
+			held = held[:0]
+		} else {
+			it, ok := next(q, pullerDone)
+			if !ok {
+				break
+			}
+			batch = append(batch[:0], it)
 		}
-		// Take what else is queued: the events that arrived during the last write. A new
-		// task's first event goes alone, so that the first event is not delayed.
-		batch = append(batch[:0], it)
-		for rec != nil && len(batch) < e.batch {
+		// Take what else is queued: the events that arrived during the last write.
+		for len(batch) < e.batch {
 			more, ok := tryRecv(q)
 			if !ok {
 				break
 			}
 			batch = append(batch, more)
+		}
+		if rec == nil {
+			n := firstWrite(batch)
+			held = append(held, batch[n:]...)
+			batch = batch[:n]
 		}
 		var pending []a2a.Event
 		for _, it := range batch {
@@ -591,6 +601,30 @@ events:
 	default:
 		fail("The agent ended without a final state.")
 	}
+}
+
+// firstWrite returns how many of the items a new task's run took from its queue its first
+// write carries: the first event alone, so that it is not delayed by the ones behind it, or,
+// when the run already ended within batch, all of them (one write for a quick task).
+func firstWrite(batch []pulled) int {
+	if endsRun(batch) {
+		return len(batch)
+	}
+	return min(len(batch), 1)
+}
+
+// endsRun reports whether the run ends within batch: an executor error, or an event leaving
+// the task in a state that ends it.
+func endsRun(batch []pulled) bool {
+	for _, it := range batch {
+		if it.err != nil {
+			return true
+		}
+		if st, ok := stateAfter(it.ev); ok && endsStream(st) {
+			return true
+		}
+	}
+	return false
 }
 
 // tryRecv takes an item from q if one is ready.
