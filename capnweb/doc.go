@@ -48,10 +48,11 @@
 // from maps and slices (the peer receives what it would for the same value built so; it must be
 // valid UTF-8 JSON, or the call fails with a TypeError). Decode converts received values into
 // typed Go values; method parameters are converted the same way. Decoding into a
-// json.RawMessage gives a value's JSON: a result that arrives as plain data (objects, arrays,
-// strings, numbers, booleans, null) is kept as the JSON text it came in, so Promise.Decode into
-// a json.RawMessage reads it without building maps and slices at all — the cheap way to hand a
-// result to encoding/json or to forward it.
+// json.RawMessage gives a value's JSON. Asked for that way — Promise.Decode into a
+// json.RawMessage, or a method parameter of that type — a value that arrives as plain data
+// (objects, arrays, strings, numbers, booleans, null) is read off the message as the JSON text
+// it came in, without building maps and slices at all: the cheap way to hand a result to
+// encoding/json or to forward it.
 //
 // # Ownership
 //

@@ -594,6 +594,52 @@ func (s *Session) getExport(fid float64) (hook, error) {
 	return nil, protocolErrorf("no such entry on exports table: %s", strconv.FormatFloat(fid, 'f', -1, 64))
 }
 
+// maxDepth, resolveJSON and argsJSON make the session a jsonWanter.
+func (s *Session) maxDepth() int { return s.limits.MaxDepth }
+
+// resolveJSON: the value of import id is wanted as JSON when its promise is decoded into a
+// json.RawMessage (markJSON).
+func (s *Session) resolveJSON(id any) bool {
+	fid, ok := id.(float64)
+	n, ok2 := checkID(fid)
+	if !ok || !ok2 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.imports[n]
+	return e != nil && e.wantJSON
+}
+
+// argsJSON: a method of a Go target takes as JSON the arguments of its json.RawMessage
+// parameters. Calls to anything else (a func, a promise, a remote stub) take none.
+func (s *Session) argsJSON(id, path any) uint64 {
+	fid, ok := id.(float64)
+	p, _ := path.([]any)
+	n, ok2 := checkID(fid)
+	if !ok || !ok2 || len(p) != 1 {
+		return 0
+	}
+	name, ok := p[0].(string)
+	if !ok {
+		return 0
+	}
+	s.mu.Lock()
+	e := s.exports[n]
+	s.mu.Unlock()
+	if e == nil {
+		return 0
+	}
+	lh, ok := e.h.(*localHook)
+	if !ok || !isTarget(lh.v) {
+		return 0
+	}
+	if mi := targetInfo(lh.v).methods[name]; mi != nil && !mi.property {
+		return mi.jsonArgs
+	}
+	return 0
+}
+
 func (s *Session) importStub(fid float64) (hook, error) {
 	id, ok := checkID(fid)
 	if !ok || id > 0 {
@@ -671,7 +717,7 @@ func (s *Session) handle(raw []byte) error {
 	}
 	b := s.busyState()
 	var top [4]any // the message's elements: every message has fewer
-	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top, s.limits.MaxDepth)
+	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top, s)
 	b.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}

@@ -28,14 +28,27 @@ type jsonReader struct {
 	// strs, when not nil, holds short strings already read (method names, object keys), each
 	// with its interface value: a string read again costs no allocation.
 	strs map[string]any
-	// capture, when not 0, is the MaxDepth under which the values at site are read as
-	// receivedJSON when they are plain data (see captureJSON).
-	capture int
+	// ask, when set, says which values of a resolve or a pushed call their consumer wants as
+	// JSON: those are read as receivedJSON when they are plain data (see captureJSON).
+	ask     jsonWanter
 	site    captureSite
 	at      [2]int // the index of the element being read at depths 0 and 1
+	argMask uint64 // site captureArgs: the arguments wanted as JSON (bit i: argument i)
 }
 
-// captureSite says which values of a message the reader captures.
+// jsonWanter says which values of a message are wanted as JSON, not as trees: the session,
+// which knows who consumes them.
+type jsonWanter interface {
+	// maxDepth is the evaluator's MaxDepth.
+	maxDepth() int
+	// resolveJSON reports whether the value of a resolve of import id is wanted as JSON.
+	resolveJSON(id any) bool
+	// argsJSON returns which arguments of a call to export id at path are wanted as JSON:
+	// bit i for argument i.
+	argsJSON(id, path any) uint64
+}
+
+// captureSite says which values of a message the reader may capture.
 type captureSite uint8
 
 const (
@@ -242,19 +255,26 @@ func (r *jsonReader) elems(depth int) error {
 	}
 }
 
-// elem reads the element n of an array at depth: as receivedJSON when it is a value the
-// reader captures (site) and plain data.
+// elem reads the element n of an array at depth: as receivedJSON when it is a value its
+// consumer wants as JSON (ask) and plain data.
 func (r *jsonReader) elem(depth, n int) (any, error) {
-	if r.capture > 0 {
+	if r.site != 0 {
 		if depth < len(r.at) {
 			r.at[depth] = n
 		}
+		// The elements read so far are on the stack: ["resolve", id] or ["push", "pipeline",
+		// id, path] when the value or the arguments come.
+		top := r.stack[max(len(r.stack)-2, 0):]
 		limit := 0
 		switch {
-		case r.site == captureResolve && depth == 0 && n == 2:
-			limit = r.capture // evaluated at depth 0
-		case r.site == captureArgs && depth == 2 && r.at[0] == 1 && r.at[1] == 3:
-			limit = r.capture - 1 // each argument is evaluated at depth 1
+		case r.site == captureResolve && depth == 0 && n == 2 && len(top) == 2:
+			if r.ask.resolveJSON(top[1]) {
+				limit = r.ask.maxDepth() // evaluated at depth 0
+			}
+		case r.site == captureArgs && depth == 1 && n == 3 && r.at[0] == 1 && len(top) == 2:
+			r.argMask = r.ask.argsJSON(top[0], top[1])
+		case r.site == captureArgs && depth == 2 && r.at[0] == 1 && r.at[1] == 3 && n < 64 && r.argMask&(1<<n) != 0:
+			limit = r.ask.maxDepth() - 1 // each argument is evaluated at depth 1
 		}
 		if limit > 0 {
 			if r.skipSpace(); r.pos < len(r.data) && (r.data[r.pos] == '{' || r.data[r.pos] == '[') {
@@ -272,17 +292,17 @@ func (r *jsonReader) elem(depth, n int) (any, error) {
 // dst instead of allocating the array itself. It returns how many there are, or -1 when the
 // input is JSON but not an array of at most len(dst) elements.
 //
-// With capture (the session's MaxDepth; 0: never), the value of a resolve message, and the
-// arguments of a call a push message makes, are read as receivedJSON when they are plain data.
-func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, dst *[4]any, capture int) (int, []any, error) {
-	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs, capture: capture}
+// With ask (nil: never), the value of a resolve message, and the arguments of a call a push
+// message makes, are read as receivedJSON when ask says they are wanted as JSON and they are
+// plain data.
+func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, dst *[4]any, ask jsonWanter) (int, []any, error) {
+	r := jsonReader{data: data, maxDepth: maxDepth, stack: stack[:0], strs: strs, ask: ask}
 	switch {
+	case ask == nil:
 	case bytes.HasPrefix(data, []byte(`["resolve",`)):
 		r.site = captureResolve
 	case bytes.HasPrefix(data, []byte(`["push",["pipeline",`)):
 		r.site = captureArgs
-	default:
-		r.capture = 0
 	}
 	r.skipSpace()
 	n := -1

@@ -817,7 +817,7 @@ func TestParseMessage(t *testing.T) {
 		want, wantErr := parseJSON([]byte(in), 4)
 		var dst [4]any
 		stack := make([]any, 0, 8)
-		n, stack, err := parseMessage([]byte(in), 4, stack, nil, &dst, 0)
+		n, stack, err := parseMessage([]byte(in), 4, stack, nil, &dst, nil)
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("parseMessage(%q) error %v, parseJSON's %v", in, err, wantErr)
 			continue
@@ -862,7 +862,7 @@ func BenchmarkParseTaskResolve(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	for b.Loop() {
-		n, s, err := parseMessage(msg, 64, stack, strs, &dst, 0)
+		n, s, err := parseMessage(msg, 64, stack, strs, &dst, nil)
 		if err != nil || n != 3 {
 			b.Fatal(n, err)
 		}

@@ -173,6 +173,15 @@ func TestDecodeJSON(t *testing.T) {
 			if m == "batch" {
 				return // one batch per session; the rest is the same code as over a WebSocket
 			}
+			// The JSON is the peer's, as it sent it (its key order, say): read off the
+			// message, with no tree in between, both ways.
+			var exact json.RawMessage
+			if err := main.Call("doc", `{"b":1,"a":[2,{"d":3,"c":4}]}`).Decode(t.Context(), &exact); err != nil || string(exact) != `{"b":1,"a":[2,{"d":3,"c":4}]}` {
+				t.Errorf("doc() as json.RawMessage = %s, %v; want the JSON as sent", exact, err)
+			}
+			if err := main.Call("echo", json.RawMessage(`{"z":1,"y":[true]}`)).Decode(t.Context(), &exact); err != nil || string(exact) != `{"z":1,"y":[true]}` {
+				t.Errorf("echo(json.RawMessage) = %s, %v; want the JSON as sent", exact, err)
+			}
 			// An array result, and data JSON has no form for.
 			var arr json.RawMessage
 			if err := main.Call("doc", `[1,[2,{"a":[]}]]`).Decode(t.Context(), &arr); err != nil || string(arr) != `[1,[2,{"a":[]}]]` {

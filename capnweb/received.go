@@ -20,10 +20,12 @@ import (
 // keys, no key the evaluator drops (blockedNames) and no nesting deeper than the session's
 // MaxDepth, so tree cannot fail on it. It is never modified.
 //
-// It lives only in the value of a settled import (a "resolve" message's value) and in the
-// arguments of a call the peer pushed, and leaves the package only as a tree (Await,
-// resolveValue, followValue, convertTo), as the wire expression again (encoder), or as a
-// json.RawMessage (convertTo, for a parameter or Decode target of that type).
+// A value is captured only where its consumer wants JSON (jsonWanter): the result of a promise
+// decoded into a json.RawMessage (markJSON), and the arguments of a Go method's
+// json.RawMessage parameters; everything else is read as a tree, at no extra cost. So it lives
+// only in the value of a settled import and in the arguments of a call the peer pushed, and
+// leaves the package only as a tree (Await, resolveValue, followValue, convertTo), as the wire
+// expression again (encoder), or as a json.RawMessage (convertTo).
 type receivedJSON []byte
 
 // captureJSON reads the wire expression at data[pos], an object or an escaped array, as

@@ -7,6 +7,13 @@ import (
 	"testing"
 )
 
+// wantAll wants every value a reader asks about as JSON, under a MaxDepth of its value.
+type wantAll int
+
+func (w wantAll) maxDepth() int          { return int(w) }
+func (wantAll) resolveJSON(any) bool     { return true }
+func (wantAll) argsJSON(any, any) uint64 { return ^uint64(0) }
+
 // resolveOf is a resolve message carrying the expression wire.
 func resolveOf(wire string) []byte { return []byte(`["resolve",1,` + wire + `]`) }
 
@@ -19,7 +26,7 @@ func pushOf(wire ...string) []byte {
 func captured(t testing.TB, msg []byte) (any, error) {
 	t.Helper()
 	var dst [4]any
-	n, _, err := parseMessage(msg, 2*DefaultLimits.MaxDepth+8, nil, nil, &dst, DefaultLimits.MaxDepth)
+	n, _, err := parseMessage(msg, 2*DefaultLimits.MaxDepth+8, nil, nil, &dst, wantAll(DefaultLimits.MaxDepth))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func TestCaptureArgs(t *testing.T) {
 	t.Parallel()
 	var dst [4]any
 	msg := pushOf(`{"a":[[1]]}`, `["date",0]`, `[["x"]]`, `5`)
-	n, _, err := parseMessage(msg, 64, nil, nil, &dst, DefaultLimits.MaxDepth)
+	n, _, err := parseMessage(msg, 64, nil, nil, &dst, wantAll(DefaultLimits.MaxDepth))
 	if err != nil || n != 2 {
 		t.Fatalf("parseMessage(%s) = %d, %v", msg, n, err)
 	}
@@ -106,7 +113,7 @@ func TestCaptureArgs(t *testing.T) {
 	for _, other := range []string{`["push",["pipeline",0,["m"]]]`, `["push",{"a":1}]`, `["stream",["pipeline",0,["write"],[{"a":1}]]]`,
 		`["push",["import",0,["m"],[{"a":1}]]]`, `["reject",1,{"a":1}]`} {
 		var dst [4]any
-		parseMessage([]byte(other), 64, nil, nil, &dst, DefaultLimits.MaxDepth)
+		parseMessage([]byte(other), 64, nil, nil, &dst, wantAll(DefaultLimits.MaxDepth))
 		if found := anyLeaf(dst[:], func(v any) bool { _, ok := v.(receivedJSON); return ok }); found {
 			t.Errorf("%s: something was captured: %v", other, dst)
 		}
@@ -120,8 +127,8 @@ func checkArgCaptureSame(t *testing.T, msg []byte) {
 	t.Helper()
 	lim := DefaultLimits
 	var plain, capt [4]any
-	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, 0)
-	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, lim.MaxDepth)
+	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, nil)
+	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, wantAll(lim.MaxDepth))
 	if (perr == nil) != (cerr == nil) || n != nc {
 		t.Fatalf("%s: read with capture = %d, %v; without = %d, %v", msg, nc, cerr, n, perr)
 	}
@@ -164,8 +171,8 @@ func checkCaptureSame(t *testing.T, msg []byte) {
 	t.Helper()
 	lim := DefaultLimits
 	var plain, capt [4]any
-	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, 0)
-	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, lim.MaxDepth)
+	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, nil)
+	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, wantAll(lim.MaxDepth))
 	if (perr == nil) != (cerr == nil) || n != nc {
 		t.Fatalf("%s: read with capture = %d, %v; without = %d, %v", msg, nc, cerr, n, perr)
 	}
@@ -209,7 +216,7 @@ func TestCaptureJSONDepth(t *testing.T) {
 		}
 		// An argument is evaluated one level down.
 		var dst [4]any
-		if _, _, err := parseMessage(pushOf(wire), 2*max+8, nil, nil, &dst, max); err == nil {
+		if _, _, err := parseMessage(pushOf(wire), 2*max+8, nil, nil, &dst, wantAll(max)); err == nil {
 			arg := dst[1].([]any)[3].([]any)[0]
 			if _, ok := arg.(receivedJSON); ok != (tc.depth < max-1) {
 				t.Errorf("an argument of %d nested objects: captured %v", tc.depth, ok)
@@ -247,9 +254,58 @@ func BenchmarkCaptureTaskResolve(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	for b.Loop() {
-		n, _, err := parseMessage(msg, 64, nil, nil, &dst, DefaultLimits.MaxDepth)
+		n, _, err := parseMessage(msg, 64, nil, nil, &dst, wantAll(DefaultLimits.MaxDepth))
 		if _, ok := dst[2].(receivedJSON); err != nil || n != 3 || !ok {
 			b.Fatal(n, err)
 		}
+	}
+}
+
+type jsonTaker struct{ Target }
+
+func (jsonTaker) Take(a json.RawMessage, b any, c json.RawMessage) {}
+func (jsonTaker) Tree(a any)                                       {}
+func (jsonTaker) Doc() json.RawMessage                             { return json.RawMessage(`{"b":1,"a":2}`) }
+
+// The session wants as JSON the arguments of json.RawMessage parameters of its Go targets'
+// methods, and the results the caller decodes into a json.RawMessage: nothing else.
+func TestWantedJSON(t *testing.T) {
+	t.Parallel()
+	a, b := Pipe()
+	srv := NewSession(a, jsonTaker{}, nil)
+	defer srv.Close()
+	cli := NewSession(b, nil, nil)
+	defer cli.Close()
+	for _, tc := range []struct {
+		id, path any
+		want     uint64
+	}{
+		{0.0, []any{"take"}, 0b101},
+		{0.0, []any{"tree"}, 0},
+		{0.0, []any{"missing"}, 0},
+		{0.0, []any{}, 0},
+		{0.0, []any{"take", "x"}, 0},
+		{7.0, []any{"take"}, 0},
+		{"0", []any{"take"}, 0},
+	} {
+		if got := srv.argsJSON(tc.id, tc.path); got != tc.want {
+			t.Errorf("argsJSON(%v, %v) = %b, want %b", tc.id, tc.path, got, tc.want)
+		}
+	}
+	// A result awaited as a value is read as a tree (the JSON made of it later sorts its
+	// keys); one decoded into a json.RawMessage is read as the JSON the peer sent.
+	p := cli.Main().Call("doc")
+	defer p.Release()
+	if _, err := p.Await(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var raw json.RawMessage
+	if err := p.Decode(t.Context(), &raw); err != nil || string(raw) != `{"a":2,"b":1}` {
+		t.Errorf("doc() awaited, then decoded = %s, %v; want the JSON of a tree", raw, err)
+	}
+	q := cli.Main().Call("doc")
+	defer q.Release()
+	if err := q.Decode(t.Context(), &raw); err != nil || string(raw) != `{"b":1,"a":2}` {
+		t.Errorf("doc() decoded = %s, %v; want the JSON as sent", raw, err)
 	}
 }

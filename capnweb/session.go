@@ -234,6 +234,7 @@ type importEntry struct {
 	inflight   int  // calls being encoded against this ID
 	relPending bool // a release waits for inflight to reach zero
 	gone       bool // removed from the table
+	wantJSON   bool // the result is decoded into a json.RawMessage: read it as receivedJSON
 }
 
 // settled closes done, if the entry has one, once res is set. Caller holds mu.

@@ -2,6 +2,7 @@ package capnweb
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"sync"
 )
@@ -156,15 +157,16 @@ func (p *Promise) Get(path ...any) *Promise {
 
 // Await waits for the promise and returns its value. Stubs in the value belong to the caller.
 func (p *Promise) Await(ctx context.Context) (any, error) {
-	v, err := p.await(ctx)
+	v, err := p.await(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	return materialize(v)
 }
 
-// await is Await, but a value received as plain data may be left as receivedJSON.
-func (p *Promise) await(ctx context.Context) (any, error) {
+// await is Await, but a value received as plain data may be left as receivedJSON: with
+// wantJSON, the result is asked for as JSON (markJSON).
+func (p *Promise) await(ctx context.Context, wantJSON bool) (any, error) {
 	// p.Call(...).Await(ctx) leaves nothing else referring to p while the result is on its way:
 	// without this, p's cleanup could release the import and the result would never arrive.
 	defer runtime.KeepAlive(p)
@@ -175,7 +177,13 @@ func (p *Promise) await(ctx context.Context) (any, error) {
 	if len(p.path) > 0 {
 		g := h.get(p.path)
 		defer g.release()
+		if wantJSON {
+			markJSON(g)
+		}
 		return g.pull(ctx)
+	}
+	if wantJSON {
+		markJSON(h)
 	}
 	return h.pull(ctx)
 }
@@ -185,7 +193,8 @@ func (p *Promise) await(ctx context.Context) (any, error) {
 // result the peer sent as plain data, that JSON is read straight off the message, without
 // building the value from maps and slices first.
 func (p *Promise) Decode(ctx context.Context, dst any) error {
-	v, err := p.await(ctx)
+	_, wantJSON := dst.(*json.RawMessage)
+	v, err := p.await(ctx, wantJSON)
 	if err != nil {
 		return err
 	}
@@ -243,4 +252,14 @@ func normalizePathElem(p any) any {
 		return float64(x)
 	}
 	return p
+}
+
+// markJSON asks that the result h will have, when it is an import's, be read as JSON
+// (receivedJSON) if it is plain data: its taker decodes it into a json.RawMessage.
+func markJSON(h hook) {
+	if ih, ok := h.(*importHook); ok {
+		ih.s.mu.Lock()
+		ih.e.wantJSON = true
+		ih.s.mu.Unlock()
+	}
 }

@@ -62,6 +62,7 @@ type methodInfo struct {
 	result   bool
 	err      bool
 	property bool
+	jsonArgs uint64 // the parameters of type json.RawMessage: bit i for in[i]
 }
 
 type typeInfo struct {
@@ -157,6 +158,9 @@ func funcInfo(ft reflect.Type, method bool) *methodInfo {
 		i++
 	}
 	for ; i < ft.NumIn(); i++ {
+		if ft.In(i) == rawMessageType && len(mi.in) < 64 {
+			mi.jsonArgs |= 1 << len(mi.in)
+		}
 		mi.in = append(mi.in, ft.In(i))
 	}
 	switch ft.NumOut() {
