@@ -80,7 +80,10 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 		if v == nil {
 			return reflect.Zero(t), nil
 		}
-		return reflect.ValueOf(&v).Elem(), nil
+		// A copy of v escapes, not v: taking v's address here moved every call's v to the
+		// heap, one allocation per argument converted.
+		box := v
+		return reflect.ValueOf(&box).Elem(), nil
 	}
 	if v == nil || v == Undefined {
 		return reflect.Zero(t), nil
