@@ -121,13 +121,25 @@ type Conn struct {
 	rmu sync.Mutex      // held by the reader for the length of ReadMessage
 	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
 
+	// The callbacks handed to raw, made once (newConn), with their state: a closure made per
+	// wait or write, capturing its results, cost allocations on every one. waitFn's state is
+	// under rmu, writeFn's under wmu.
+	waitFn  func(fd uintptr) bool
+	peeked  bool
+	peekErr error
+	writeFn func(fd uintptr) bool
+	wb      []byte
+	wn      int
+	wErr    error
+
 	parkTok  uint64 // the connection's token in the parker while parked; guarded by its mu
 	parkWake func() // what to run when it wakes; nil when not parked
 
 	wmu       sync.Mutex
-	wbuf      []byte // frames being written; nil between writes
-	pending   []byte // the rest of frames TryWriteMessages could not write at once (under wmu)
-	pendBuf   []byte // the pooled buffer pending points into
+	wbuf      []byte  // frames being written; nil between writes
+	pending   []byte  // the rest of frames TryWriteMessages could not write at once (under wmu)
+	pendBuf   []byte  // the pooled buffer pending points into
+	pendBox   *[]byte // and its box (getBuf)
 	closeSent bool
 	werr      error
 
@@ -146,6 +158,7 @@ func newConn(rwc io.ReadWriteCloser, br *bufio.Reader, client bool) *Conn {
 	if sc, ok := rwc.(syscall.Conn); ok && canPeek {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
+			c.waitFn, c.writeFn = c.peekOnce, c.writeSome
 		}
 	}
 	if c.br == nil && c.raw == nil {
@@ -236,24 +249,27 @@ func (c *Conn) releaseIfEmpty() bool {
 // waitSocket waits, without reading, until the socket has data or an end (or its read deadline
 // passes).
 func (c *Conn) waitSocket() error {
-	var perr error
-	peeked := false
-	err := c.raw.Read(func(fd uintptr) bool {
-		if peeked {
-			// Called again: the poller saw the socket become readable since the peek. It may
-			// have been woken for less: idleWait's first read checks, where a second peek
-			// here would cost a system call on every message.
-			return true
-		}
-		peeked = true
-		ready, err := peek(fd)
-		perr = err
-		return ready || err != nil
-	})
+	c.peeked, c.peekErr = false, nil
+	err := c.raw.Read(c.waitFn)
 	if err == nil {
-		err = perr
+		err = c.peekErr
 	}
 	return err
+}
+
+// peekOnce is waitSocket's callback (c.waitFn): it peeks once, and on being called again says
+// the socket is readable.
+func (c *Conn) peekOnce(fd uintptr) bool {
+	if c.peeked {
+		// Called again: the poller saw the socket become readable since the peek. It may have
+		// been woken for less: idleWait's first read checks, where a second peek here would
+		// cost a system call on every message.
+		return true
+	}
+	c.peeked = true
+	ready, err := peek(fd)
+	c.peekErr = err
+	return ready || err != nil
 }
 
 // takeReader makes sure c.br is set.
@@ -413,17 +429,19 @@ func (c *Conn) readHeader() (header, error) {
 		}
 		return h, &ProtocolError{StatusProtocolError, "unmasked frame from the client"}
 	}
+	// The extended length and the mask key are read a byte at a time: a slice of a local
+	// handed to io.ReadFull escapes, and cost an allocation on every frame.
 	switch n := b1 & 0x7f; n {
 	case 126:
 		var b [2]byte
-		if _, err := io.ReadFull(c.br, b[:]); err != nil {
-			return h, c.readErr(err)
+		if err := c.readBytes(b[:]); err != nil {
+			return h, err
 		}
 		h.length = int64(binary.BigEndian.Uint16(b[:]))
 	case 127:
 		var b [8]byte
-		if _, err := io.ReadFull(c.br, b[:]); err != nil {
-			return h, c.readErr(err)
+		if err := c.readBytes(b[:]); err != nil {
+			return h, err
 		}
 		u := binary.BigEndian.Uint64(b[:])
 		if u>>63 != 0 {
@@ -445,11 +463,26 @@ func (c *Conn) readHeader() (header, error) {
 		}
 	}
 	if h.masked {
-		if _, err := io.ReadFull(c.br, h.key[:]); err != nil {
-			return h, c.readErr(err)
+		if err := c.readBytes(h.key[:]); err != nil {
+			return h, err
 		}
 	}
 	return h, nil
+}
+
+// readBytes fills b from the read buffer, a byte at a time.
+func (c *Conn) readBytes(b []byte) error {
+	for i := range b {
+		x, err := c.br.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // as io.ReadFull says it: the frame was cut short
+			}
+			return c.readErr(err)
+		}
+		b[i] = x
+	}
+	return nil
 }
 
 // readPayload appends the frame's payload, unmasked, to dst.
@@ -589,26 +622,27 @@ func (c *Conn) writeLocked(op byte, payloads [][]byte) error {
 	if err := c.writePendingLocked(); err != nil {
 		return err
 	}
-	buf := c.frames(op, payloads)
+	buf, box := c.frames(op, payloads)
 	_, err := c.rwc.Write(buf)
-	putBuf(buf)
+	putBuf(buf, box)
 	if err != nil {
 		c.werr = writeErr(err)
 	}
 	return c.werr
 }
 
-// frames returns one unfragmented frame per payload, in a pooled buffer (putBuf it).
-func (c *Conn) frames(op byte, payloads [][]byte) []byte {
+// frames returns one unfragmented frame per payload, in a pooled buffer, with its box (putBuf
+// both).
+func (c *Conn) frames(op byte, payloads [][]byte) ([]byte, *[]byte) {
 	n := 0
 	for _, p := range payloads {
 		n += 14 + len(p)
 	}
-	buf := getBuf(n)
+	buf, box := getBuf(n)
 	for _, p := range payloads {
 		buf = c.appendFrame(buf, op, p)
 	}
-	return buf
+	return buf, box
 }
 
 // writeErr is the error a write reports: ErrClosed once the connection is closed.
@@ -637,18 +671,18 @@ func (c *Conn) TryWriteMessages(typ MessageType, msgs ...[]byte) (bool, error) {
 	case c.pending != nil:
 		return false, nil // the background write is not done
 	}
-	buf := c.frames(byte(typ), msgs)
+	buf, box := c.frames(byte(typ), msgs)
 	written, err := c.writeNow(buf)
 	switch {
 	case err != nil:
-		putBuf(buf)
+		putBuf(buf, box)
 		c.werr = err
 		return true, err
 	case written == len(buf):
-		putBuf(buf)
+		putBuf(buf, box)
 		return true, nil
 	}
-	c.pending, c.pendBuf = buf[written:], buf
+	c.pending, c.pendBuf, c.pendBox = buf[written:], buf, box
 	go func() {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
@@ -657,18 +691,22 @@ func (c *Conn) TryWriteMessages(typ MessageType, msgs ...[]byte) (bool, error) {
 	return true, nil
 }
 
-// writeNow writes what the socket takes of b without waiting.
+// writeNow writes what the socket takes of b without waiting. Caller holds wmu.
 func (c *Conn) writeNow(b []byte) (int, error) {
-	var n int
-	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		n, werr = writeNow(fd, b)
-		return true // never wait
-	})
+	c.wb, c.wn, c.wErr = b, 0, nil
+	err := c.raw.Write(c.writeFn)
 	if err == nil {
-		err = werr
+		err = c.wErr
 	}
+	n := c.wn
+	c.wb = nil
 	return n, writeErr(err)
+}
+
+// writeSome is writeNow's callback (c.writeFn).
+func (c *Conn) writeSome(fd uintptr) bool {
+	c.wn, c.wErr = writeNow(fd, c.wb)
+	return true // never wait
 }
 
 // writePendingLocked writes what TryWriteMessages left, if anything. Caller holds wmu.
@@ -680,8 +718,8 @@ func (c *Conn) writePendingLocked() error {
 		return nil
 	}
 	_, err := c.rwc.Write(c.pending)
-	putBuf(c.pendBuf)
-	c.pending, c.pendBuf = nil, nil
+	putBuf(c.pendBuf, c.pendBox)
+	c.pending, c.pendBuf, c.pendBox = nil, nil, nil
 	if err != nil {
 		c.werr = writeErr(err)
 	}
@@ -1029,19 +1067,26 @@ var bufPool sync.Pool
 
 const maxPooledBuf = 64 << 10
 
-func getBuf(n int) []byte {
+// getBuf returns a buffer for n bytes and, for a pooled one, its box: the *[]byte the pool
+// holds it in, which putBuf reuses, so that giving a buffer back costs no allocation.
+func getBuf(n int) ([]byte, *[]byte) {
 	if n <= maxPooledBuf {
-		if b, ok := bufPool.Get().(*[]byte); ok {
-			return (*b)[:0]
+		if box, ok := bufPool.Get().(*[]byte); ok {
+			return (*box)[:0], box
 		}
-		return make([]byte, 0, maxPooledBuf)
+		return make([]byte, 0, maxPooledBuf), nil
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, n), nil
 }
 
-func putBuf(b []byte) {
-	if cap(b) == maxPooledBuf {
-		b = b[:0]
-		bufPool.Put(&b)
+// putBuf gives a buffer from getBuf back, with its box (nil: one is made).
+func putBuf(b []byte, box *[]byte) {
+	if cap(b) != maxPooledBuf {
+		return
 	}
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = b[:0]
+	bufPool.Put(box)
 }
