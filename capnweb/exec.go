@@ -150,9 +150,21 @@ func (s *Session) goLocked(f func()) {
 	go f()
 }
 
+// maxExecBuf bounds the queue array a busy session keeps for its next calls.
+const maxExecBuf = 64
+
 // enqueueLocked adds a ready call. Caller holds mu.
 func (s *Session) enqueueLocked(t execTask) {
+	b := s.busy.Load()
+	if len(s.execQ) == 0 && b != nil {
+		// The last queue's array, drained, while the session is busy: a new slice per call was
+		// an allocation per call.
+		s.execQ = b.execBuf[:0]
+	}
 	s.execQ = append(s.execQ, t)
+	if len(s.execQ) == 1 && b != nil && cap(s.execQ) <= maxExecBuf {
+		b.execBuf = s.execQ[:0] // the array's start: popping moves execQ past it
+	}
 	switch {
 	case !s.execActive:
 		if s.passes.Load() > 0 {
@@ -242,7 +254,7 @@ func (s *Session) runReadyLocked(r *execRun, ctx context.Context) bool {
 		s.execQ[0] = execTask{}
 		s.execQ = s.execQ[1:]
 		if len(s.execQ) == 0 {
-			s.execQ = nil // an idle session keeps no queue
+			s.execQ = nil // its array, drained, is busyState.execBuf
 		}
 		s.mu.Unlock()
 

@@ -167,6 +167,7 @@ type busyState struct {
 	scratch  []any          // the JSON reader's stack (read loop only)
 	strs     map[string]any // the JSON reader's string table (read loop only)
 	outSpare [][]byte       // a sent queue's slice, for the next (under mu)
+	execBuf  []execTask     // the array of the last execQ, from its start, for the next (under mu)
 	workers  *gopool.Pool   // goroutines for read loops and executors (goLocked); made there, under mu
 
 	dog      *time.Timer // the watchdog (exec.go), made once
