@@ -38,6 +38,7 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzSession$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeRawMessage$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzCaptureJSON$$' -fuzztime=$(FUZZTIME) ./capnweb
+	$(GO) test -run='^$$' -fuzz='^FuzzRawLookup$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzReadMessage$$' -fuzztime=$(FUZZTIME) ./internal/ws
 	$(GO) test -run='^$$' -fuzz='^FuzzFromWire$$' -fuzztime=$(FUZZTIME) ./binding
 	$(GO) test -run='^$$' -fuzz='^FuzzJWT$$' -fuzztime=$(FUZZTIME) ./auth

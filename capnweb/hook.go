@@ -382,6 +382,27 @@ func (h *valueHook) remap(path []any, captures []hook, instrs []any) hook {
 // target, the rest of the path is handed to delegate with that thing's hook; otherwise leaf is
 // called with the value found (Undefined when the path leads nowhere).
 func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []any) hook, leaf func(v any) hook) hook {
+	// A json.RawMessage (a local method's result) is read without a tree: each step finds its
+	// property in the JSON (rawLookup), and only a value it ends on is parsed.
+	if raw, ok := v.(json.RawMessage); ok && len(path) > 0 {
+		if err := rawCheck(raw); err != nil {
+			return errorHook{err}
+		}
+		for len(path) > 0 {
+			raw, ok := v.(json.RawMessage)
+			if !ok {
+				break
+			}
+			v, path = rawLookup(raw, path[0]), path[1:]
+		}
+		if raw, ok := v.(json.RawMessage); ok {
+			pv, err := rawValue(raw)
+			if err != nil {
+				return errorHook{err}
+			}
+			v = pv
+		}
+	}
 	for i, part := range path {
 		if r, ok := v.(receivedJSON); ok {
 			tv, err := r.tree()

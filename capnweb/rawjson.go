@@ -47,6 +47,8 @@ type rawTranscoder struct {
 	out  []byte
 	// limit: values may nest this deep at most (depth 0 is the value itself).
 	limit int
+	// check: out is not written; the input is only checked (rawCheck, rawLookup).
+	check bool
 	// unwrap: in is a wire expression, whose every array must be an escaped one ([[...]], out
 	// as [...]) and whose object keys must not be ones the evaluator drops (blockedNames); any
 	// other input, valid or not, is refused with errNotPlain.
@@ -59,7 +61,9 @@ var errNotPlain = errors.New("capnweb: not plain data")
 
 // flush copies in[mark:to] to out.
 func (t *rawTranscoder) flush(to int) {
-	t.out = append(t.out, t.in[t.mark:to]...)
+	if !t.check {
+		t.out = append(t.out, t.in[t.mark:to]...)
+	}
 	t.mark = to
 }
 
@@ -122,7 +126,9 @@ func (t *rawTranscoder) array(depth int) error {
 	}
 	t.i++
 	t.flush(t.i)
-	t.out = append(t.out, '[')
+	if !t.check {
+		t.out = append(t.out, '[')
+	}
 	if t.ws(); t.i < len(t.in) && t.in[t.i] == ']' {
 		t.closeArray()
 		return nil
@@ -151,7 +157,9 @@ func (t *rawTranscoder) closeArray() {
 	t.flush(t.i)
 	t.i++
 	t.mark = t.i
-	t.out = append(t.out, "]]"...)
+	if !t.check {
+		t.out = append(t.out, "]]"...)
+	}
 }
 
 // smallObject: objects with up to this many keys look for a duplicate key among the keys seen
@@ -332,6 +340,96 @@ func (t *rawTranscoder) digits() bool {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isHex(c byte) bool { return isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'f' }
+
+// rawCheck checks that raw holds what rawMessage takes — one JSON value, in valid UTF-8,
+// without duplicate keys, nested no deeper than the encoder goes — and returns rawMessage's
+// error if not. It writes nothing.
+func rawCheck(raw json.RawMessage) error {
+	if !utf8.Valid(raw) {
+		return typeErrorf("json.RawMessage is not valid UTF-8")
+	}
+	t := rawTranscoder{in: raw, limit: maxEncodeDepth + 1, check: true}
+	if err := t.value(0); err != nil {
+		return err
+	}
+	if t.ws(); t.i < len(t.in) {
+		return t.errorf("data after the value")
+	}
+	return nil
+}
+
+// rawLookup reads one property (as property does on the tree) out of raw, which rawCheck
+// passed, without building the tree: a member of an object, an element of an array, or
+// Undefined. An object or array found is returned as a json.RawMessage (a slice of raw), a
+// scalar as its value.
+func rawLookup(raw json.RawMessage, part any) any {
+	name, ok := pathName(part)
+	if !ok || blockedNames[name] {
+		return Undefined
+	}
+	t := rawTranscoder{in: raw, limit: maxEncodeDepth + 1, check: true}
+	found := func() any {
+		t.ws()
+		start := t.i
+		if t.value(0) != nil {
+			return Undefined // cannot happen: raw passed rawCheck
+		}
+		v := raw[start:t.i]
+		if v[0] == '{' || v[0] == '[' {
+			return v
+		}
+		pv, err := parseJSON(v, 1)
+		if err != nil {
+			return Undefined
+		}
+		return pv
+	}
+	switch t.ws(); {
+	case t.i < len(raw) && raw[t.i] == '{':
+		t.i++
+		for t.ws(); t.i < len(raw) && raw[t.i] == '"'; t.ws() {
+			k, escaped, err := t.str()
+			if err == nil && escaped {
+				k, err = unescapeJSON(k)
+			}
+			if err != nil {
+				return Undefined
+			}
+			t.ws()
+			t.i++ // ':'
+			if string(k) == name {
+				return found()
+			}
+			if t.value(1) != nil {
+				return Undefined
+			}
+			if t.ws(); t.i < len(raw) && raw[t.i] == ',' {
+				t.i++
+			}
+		}
+	case t.i < len(raw) && raw[t.i] == '[':
+		f, ok := part.(float64)
+		if !ok || f < 0 || f != float64(int(f)) {
+			return Undefined
+		}
+		t.i++
+		for n := 0; ; n++ {
+			if t.ws(); t.i >= len(raw) || raw[t.i] == ']' {
+				return Undefined
+			}
+			if n == int(f) {
+				return found()
+			}
+			if t.value(1) != nil {
+				return Undefined
+			}
+			if t.ws(); t.i < len(raw) && raw[t.i] == ',' {
+				t.i++
+			}
+		}
+	}
+	return Undefined
+}
 
 // rawValue returns the value a json.RawMessage holds, parsed, and any other value as it is:
 // property reads, .map() and Decode look into a json.RawMessage.

@@ -2,6 +2,7 @@ package capnweb
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -175,4 +176,75 @@ func BenchmarkEncodeRawMessage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzRawLookup: reading a property out of a json.RawMessage without a tree (rawCheck, then
+// rawLookup) gives what parsing it and reading the property of the tree gives, and fails where
+// that fails.
+func FuzzRawLookup(f *testing.F) {
+	for _, s := range []string{`{"task":{"id":"t1","n":[1,{"a":2}]},"x":null}`, `[1,"two",{"3":4}]`, `{"a":1,"a":2}`,
+		`{"\u0061":1,"b":[]}`, `{"constructor":1}`, `"str"`, `[`, `{"a":{}} x`} {
+		f.Add([]byte(s), "task", int8(1))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, key string, idx int8) {
+		if nesting(raw) > 200 {
+			return // near the depth limits, which count a little differently
+		}
+		for _, part := range []any{key, float64(idx), float64(idx) + 0.5} {
+			want, werr := rawValue(json.RawMessage(raw))
+			cerr := rawCheck(raw)
+			if (werr == nil) != (cerr == nil) {
+				t.Fatalf("rawCheck(%q) = %v, parsing says %v", raw, cerr, werr)
+			}
+			if cerr != nil {
+				continue
+			}
+			want = property(want, part)
+			got := rawLookup(raw, part)
+			if rm, ok := got.(json.RawMessage); ok {
+				if got, werr = rawValue(rm); werr != nil {
+					t.Fatalf("rawLookup(%q, %v) = %q, which does not parse: %v", raw, part, rm, werr)
+				}
+			}
+			if d := diffValues(want, got); d != "" {
+				t.Fatalf("rawLookup(%q, %v) differs from the tree's property (-tree +lookup):\n%s", raw, part, d)
+			}
+		}
+	})
+}
+
+// BenchmarkRawLookup: the pipelined read of an A2A sendMessage result's task id (sent.task.id):
+// by lookup, and by parsing the whole result as before.
+func BenchmarkRawLookup(b *testing.B) {
+	raw := json.RawMessage(taskResolve[len(`["resolve",7,`) : len(taskResolve)-1])
+	raw, err := jsonOfWire(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("lookup", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if rawCheck(raw) != nil || rawLookup(rawLookup(raw, "task").(json.RawMessage), "id") != "019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f" {
+				b.Fatal("lookup failed")
+			}
+		}
+	})
+	b.Run("tree", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := rawValue(raw)
+			if err != nil || property(property(v, "task"), "id") != "019a6f3c-7e41-7b7a-9d4e-3f2b1c0d9e8f" {
+				b.Fatal("tree failed")
+			}
+		}
+	})
+}
+
+// jsonOfWire turns a wire expression of plain data into its JSON.
+func jsonOfWire(wire []byte) (json.RawMessage, error) {
+	v, _, ok := captureJSON(wire, 0, DefaultLimits.MaxDepth)
+	if !ok {
+		return nil, errors.New("not plain data")
+	}
+	return json.RawMessage(v), nil
 }
