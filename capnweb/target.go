@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -66,10 +67,15 @@ type methodInfo struct {
 }
 
 type typeInfo struct {
+	t       reflect.Type
 	methods map[string]*methodInfo
 }
 
 var typeCache sync.Map // reflect.Type -> *typeInfo
+
+// lastTarget is the type targetInfo found last, checked before typeCache: a server calls the
+// methods of one or two types, every call, and a sync.Map lookup hashes the type each time.
+var lastTarget atomic.Pointer[typeInfo]
 
 func isTarget(v any) bool {
 	if v == nil {
@@ -112,10 +118,14 @@ func lowerCamel(name string) string {
 
 func targetInfo(v any) *typeInfo {
 	t := reflect.TypeOf(v)
+	if ti := lastTarget.Load(); ti != nil && ti.t == t {
+		return ti
+	}
 	if ti, ok := typeCache.Load(t); ok {
+		lastTarget.Store(ti.(*typeInfo))
 		return ti.(*typeInfo)
 	}
-	ti := &typeInfo{methods: map[string]*methodInfo{}}
+	ti := &typeInfo{t: t, methods: map[string]*methodInfo{}}
 	var only map[string]bool
 	if l, ok := v.(interface{ RPCMethods() []string }); ok {
 		only = map[string]bool{}

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -377,5 +378,51 @@ func TestIdleSessionBreakdown(t *testing.T) {
 			c.CloseNow()
 		}
 		ts.Close()
+	}
+}
+
+// BenchmarkServerChain: the server's side of chain/pipelined10 alone, fed as bytes: ten pushes
+// of add, each taking the previous one's promise, one pull of the last, and the releases;
+// compare with BenchmarkServerAdd, one add.
+func BenchmarkServerChain(b *testing.B) {
+	t := capnwebtest.NewFeed()
+	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
+	defer s.Close()
+	b.ReportAllocs()
+	id := 0
+	for b.Loop() {
+		first := id + 1
+		for i := range chainLen {
+			id++
+			arg := "0"
+			if i > 0 {
+				arg = `["pipeline",` + strconv.Itoa(id-1) + `]`
+			}
+			t.In <- []byte(`["push",["pipeline",0,["add"],[` + arg + `,1]]]`)
+		}
+		t.In <- []byte(`["pull",` + strconv.Itoa(id) + `]`)
+		select {
+		case <-t.Answers:
+		case <-s.Done():
+			b.Fatal(s.Err())
+		}
+		for r := first; r <= id; r++ {
+			t.In <- []byte(`["release",` + strconv.Itoa(r) + `,1]`)
+		}
+	}
+}
+
+// BenchmarkServerAdd: one add, fed as bytes (push, pull, release).
+func BenchmarkServerAdd(b *testing.B) {
+	t := capnwebtest.NewFeed()
+	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
+	defer s.Close()
+	b.ReportAllocs()
+	id := 0
+	for b.Loop() {
+		id++
+		if _, err := t.Call(s, []byte(`["push",["pipeline",0,["add"],[1,2]]]`), id); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
