@@ -108,14 +108,15 @@ func serviceParams(v any) (http.Header, error) {
 // capnweb error the client sees: message, and the A2A code, reason and details as properties.
 // Errors outside the A2A table are internal errors and do not show their text.
 func capnwebError(err error) *capnweb.Error {
-	var ce *capnweb.Error
-	if errors.As(err, &ce) {
-		return ce // the peer's own error (an observer that threw), or one made on purpose
-	}
 	var arg *capnweb.ArgError
 	if errors.As(err, &arg) {
 		// An argument capnweb could not convert (a capability where a request's JSON goes).
+		// Checked first: an ArgError is also a *capnweb.Error (its default TypeError).
 		err = invalidParams(arg.Error())
+	}
+	var ce *capnweb.Error
+	if errors.As(err, &ce) {
+		return ce // the peer's own error (an observer that threw), or one made on purpose
 	}
 	var re *requestError
 	if errors.As(err, &re) {

@@ -94,6 +94,16 @@ func (e *ArgError) Error() string { return fmt.Sprintf("argument %d: %v", e.Arg,
 
 func (e *ArgError) Unwrap() error { return e.Err }
 
+// As makes an ArgError also an *Error: the TypeError the peer gets by default, as a Go caller
+// of a local stub got before ArgError existed.
+func (e *ArgError) As(target any) bool {
+	if p, ok := target.(**Error); ok {
+		*p = &Error{Name: "TypeError", Message: e.Error()}
+		return true
+	}
+	return false
+}
+
 func protocolErrorf(format string, args ...any) error {
 	return &abortError{name: "Error", msg: fmt.Sprintf(format, args...)}
 }

@@ -161,9 +161,15 @@ func (s *Session) enqueueLocked(t execTask) {
 		// an allocation per call.
 		s.execQ = b.execBuf[:0]
 	}
+	before := cap(s.execQ)
 	s.execQ = append(s.execQ, t)
-	if len(s.execQ) == 1 && b != nil && cap(s.execQ) <= maxExecBuf {
-		b.execBuf = s.execQ[:0] // the array's start: popping moves execQ past it
+	if b != nil && (len(s.execQ) == 1 || cap(s.execQ) != before) {
+		// A new array (the queue started, or outgrew the last): keep its start, as popping
+		// moves execQ past it, and let an old one go with the calls copied out of it.
+		b.execBuf = nil
+		if cap(s.execQ) <= maxExecBuf {
+			b.execBuf = s.execQ[:0]
+		}
 	}
 	switch {
 	case !s.execActive:

@@ -188,6 +188,15 @@ func TestArgError(t *testing.T) {
 		cli.Close()
 		srv.Close()
 	}
+	// A Go caller of a local stub gets the ArgError, which is also the TypeError.
+	st := capnweb.NewStub(&leaky{})
+	defer st.Release()
+	err := capnwebtest.AwaitErr(t, st.Call("twice", "two"))
+	var ae *capnweb.ArgError
+	var ce *capnweb.Error
+	if !errors.As(err, &ae) || ae.Arg != 1 || !errors.As(err, &ce) || ce.Name != "TypeError" {
+		t.Errorf("local twice(\"two\") error = %v, want an ArgError for argument 1 that is also a TypeError", err)
+	}
 }
 
 type leaky struct{ capnweb.Target }

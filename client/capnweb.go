@@ -326,6 +326,9 @@ func (t *capnwebTransport) call(ctx context.Context, params a2aclient.ServicePar
 		}
 		var raw json.RawMessage
 		if p.Decode(ctx, &raw) == nil {
+			if len(raw) == 0 {
+				return nil // undefined: the zero value, as null gives
+			}
 			if err := json.Unmarshal(raw, res); err != nil {
 				return resultError{fmt.Errorf("client: %s returned an invalid result: %w", method, err)}
 			}

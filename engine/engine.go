@@ -537,6 +537,8 @@ events:
 			batch = append(batch, more)
 		}
 		if rec == nil {
+			// (What is held frees room in the queue: before a new task's first write the
+			// executor may run up to twice the batch ahead of the store.)
 			n := firstWrite(batch)
 			held = append(held, batch[n:]...)
 			batch = batch[:n]
