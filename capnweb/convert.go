@@ -61,8 +61,8 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 			return reflect.ValueOf(b), nil
 		}
 	}
-	if r, ok := v.(receivedJSON); ok {
-		tv, err := r.tree()
+	if _, ok := v.(receivedJSON); ok {
+		tv, err := materialize(v)
 		if err != nil {
 			return reflect.Value{}, err
 		}

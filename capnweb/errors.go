@@ -123,11 +123,7 @@ func (s *Session) wireError(err error) *Error {
 }
 
 func defaultWireError(err error) *Error {
-	var arg *ArgError
-	if errors.As(err, &arg) {
-		return &Error{Name: "TypeError", Message: arg.Error()}
-	}
-	var e *Error
+	var e *Error // an ArgError is one too (ArgError.As)
 	if errors.As(err, &e) {
 		if e.Stack == "" {
 			return e

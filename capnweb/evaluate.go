@@ -99,7 +99,7 @@ func (ev *evaluator) eval(v any, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if blockedNames[k] && k != "then" && k != "dup" && k != "dispose" {
+			if droppedKey(k) {
 				// Object.prototype names are evaluated (for their side effects) and dropped.
 				releaseValue(r)
 				delete(x, k)
@@ -316,7 +316,7 @@ func (ev *evaluator) errorValue(x []any, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if k == "name" || k == "message" || k == "stack" || (blockedNames[k] && k != "then" && k != "dup" && k != "dispose") {
+			if k == "name" || k == "message" || k == "stack" || droppedKey(k) {
 				releaseValue(r)
 				continue
 			}

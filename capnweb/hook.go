@@ -383,41 +383,23 @@ func (h *valueHook) remap(path []any, captures []hook, instrs []any) hook {
 // called with the value found (Undefined when the path leads nowhere).
 func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []any) hook, leaf func(v any) hook) hook {
 	// A json.RawMessage (a local method's result) is read without a tree: each step finds its
-	// property in the JSON (rawLookup), and only a value it ends on is parsed.
-	if raw, ok := v.(json.RawMessage); ok && len(path) > 0 {
-		if err := rawCheck(raw); err != nil {
+	// property in the JSON (rawLookup); looked says v was found so, in JSON already checked.
+	looked := false
+	for i, part := range path {
+		var err error
+		if v, err = materialize(v); err != nil {
 			return errorHook{err}
 		}
-		for len(path) > 0 {
-			raw, ok := v.(json.RawMessage)
-			if !ok {
-				break
-			}
-			v, path = rawLookup(raw, path[0]), path[1:]
-		}
 		if raw, ok := v.(json.RawMessage); ok {
-			pv, err := rawValue(raw)
-			if err != nil {
-				return errorHook{err}
+			if !looked {
+				if err := rawCheck(raw); err != nil {
+					return errorHook{err}
+				}
 			}
-			v = pv
+			v, looked = rawLookup(raw, part), true
+			continue
 		}
-	}
-	for i, part := range path {
-		if r, ok := v.(receivedJSON); ok {
-			tv, err := r.tree()
-			if err != nil {
-				return errorHook{err}
-			}
-			v = tv
-		}
-		if _, ok := v.(json.RawMessage); ok {
-			pv, err := rawValue(v)
-			if err != nil {
-				return errorHook{err}
-			}
-			v = pv
-		}
+		looked = false
 		switch x := v.(type) {
 		case *Stub:
 			h, err := x.hookRef()
@@ -433,6 +415,15 @@ func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []
 		}
 		v = property(v, part)
 	}
+	if raw, ok := v.(json.RawMessage); ok && looked {
+		// An object or array the path ended on inside JSON: the value it holds, as the tree
+		// would have had it.
+		pv, err := rawValue(raw)
+		if err != nil {
+			return errorHook{err}
+		}
+		v = pv
+	}
 	switch x := v.(type) {
 	case *Stub:
 		h, err := x.hookRef()
@@ -442,12 +433,10 @@ func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []
 		return delegate(h, nil)
 	case *pending:
 		return delegate(x.h, nil)
-	case receivedJSON:
-		tv, err := x.tree()
-		if err != nil {
-			return errorHook{err}
-		}
-		v = tv
+	}
+	v, err := materialize(v)
+	if err != nil {
+		return errorHook{err}
 	}
 	return leaf(v)
 }

@@ -262,17 +262,17 @@ func (r *jsonReader) elem(depth, n int) (any, error) {
 		if depth < len(r.at) {
 			r.at[depth] = n
 		}
-		// The elements read so far are on the stack: ["resolve", id] or ["push", "pipeline",
-		// id, path] when the value or the arguments come.
-		top := r.stack[max(len(r.stack)-2, 0):]
+		// The elements read so far are on the stack: ["resolve", id] when the value comes,
+		// ["push", "pipeline", id, path] when the arguments do.
+		last := func(k int) any { return r.stack[len(r.stack)-k] }
 		limit := 0
 		switch {
-		case r.site == captureResolve && depth == 0 && n == 2 && len(top) == 2:
-			if r.ask.resolveJSON(top[1]) {
+		case r.site == captureResolve && depth == 0 && n == 2:
+			if r.ask.resolveJSON(last(1)) {
 				limit = r.ask.maxDepth() // evaluated at depth 0
 			}
-		case r.site == captureArgs && depth == 1 && n == 3 && r.at[0] == 1 && len(top) == 2:
-			r.argMask = r.ask.argsJSON(top[0], top[1])
+		case r.site == captureArgs && depth == 1 && n == 3 && r.at[0] == 1:
+			r.argMask = r.ask.argsJSON(last(2), last(1))
 		case r.site == captureArgs && depth == 2 && r.at[0] == 1 && r.at[1] == 3 && n < 64 && r.argMask&(1<<n) != 0:
 			limit = r.ask.maxDepth() - 1 // each argument is evaluated at depth 1
 		}

@@ -85,16 +85,17 @@ func (t *rawTranscoder) escapedArray(depth int) error {
 	return nil
 }
 
-// droppedKey reports whether the evaluator drops the key k from received objects
-// (blockedNames, but for the three names it keeps).
-func droppedKey(k []byte) bool {
-	switch string(k) {
-	case "constructor", "__proto__", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
-		"toLocaleString", "toString", "valueOf", "__defineGetter__", "__defineSetter__",
-		"__lookupGetter__", "__lookupSetter__", "toJSON":
-		return true
+// droppedKey reports whether received objects lose the key k: a name in blockedNames, but for
+// the three the evaluator keeps.
+func droppedKey[K string | []byte](k K) bool {
+	if !blockedNames[string(k)] {
+		return false
 	}
-	return false
+	switch string(k) {
+	case "then", "dup", "dispose":
+		return false
+	}
+	return true
 }
 
 // tree returns the value as the evaluator would have made it: maps, slices, strings, float64s,

@@ -120,19 +120,27 @@ func TestCaptureArgs(t *testing.T) {
 	}
 }
 
+// readBoth reads msg without capture and with everything wanted as JSON, and checks that both
+// fail alike or read as many elements; ok says both read the n elements the caller checks.
+func readBoth(t *testing.T, msg []byte, n int) (plain, capt [4]any, ok bool) {
+	t.Helper()
+	lim := DefaultLimits
+	np, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, nil)
+	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, wantAll(lim.MaxDepth))
+	if (perr == nil) != (cerr == nil) || np != nc {
+		t.Fatalf("%s: read with capture = %d, %v; without = %d, %v", msg, nc, cerr, np, perr)
+	}
+	return plain, capt, perr == nil && np == n
+}
+
 // checkArgCaptureSame checks that the arguments of msg, a push of a pipelined call, read the
 // same with capture as without: the same error, or the same values once evaluated (as a call's
 // arguments are, from depth 1).
 func checkArgCaptureSame(t *testing.T, msg []byte) {
 	t.Helper()
 	lim := DefaultLimits
-	var plain, capt [4]any
-	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, nil)
-	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, wantAll(lim.MaxDepth))
-	if (perr == nil) != (cerr == nil) || n != nc {
-		t.Fatalf("%s: read with capture = %d, %v; without = %d, %v", msg, nc, cerr, n, perr)
-	}
-	if perr != nil || n != 2 {
+	plain, capt, ok := readBoth(t, msg, 2)
+	if !ok {
 		return
 	}
 	pc, _ := plain[1].([]any)
@@ -170,13 +178,8 @@ func checkArgCaptureSame(t *testing.T, msg []byte) {
 func checkCaptureSame(t *testing.T, msg []byte) {
 	t.Helper()
 	lim := DefaultLimits
-	var plain, capt [4]any
-	n, _, perr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &plain, nil)
-	nc, _, cerr := parseMessage(msg, 2*lim.MaxDepth+8, nil, nil, &capt, wantAll(lim.MaxDepth))
-	if (perr == nil) != (cerr == nil) || n != nc {
-		t.Fatalf("%s: read with capture = %d, %v; without = %d, %v", msg, nc, cerr, n, perr)
-	}
-	if perr != nil || n != 3 {
+	plain, capt, ok := readBoth(t, msg, 3)
+	if !ok {
 		return
 	}
 	rj, ok := capt[2].(receivedJSON)

@@ -235,9 +235,7 @@ func typicalPush(b *testing.B) []byte {
 func BenchmarkServerHandle(b *testing.B) {
 	push := typicalPush(b)
 	b.Logf("message: %s", push)
-	t := capnwebtest.NewFeed()
-	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
-	defer s.Close()
+	t, s := apiFeed(b)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(push)))
 	id := 0
@@ -385,9 +383,7 @@ func TestIdleSessionBreakdown(t *testing.T) {
 // of add, each taking the previous one's promise, one pull of the last, and the releases;
 // compare with BenchmarkServerAdd, one add.
 func BenchmarkServerChain(b *testing.B) {
-	t := capnwebtest.NewFeed()
-	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
-	defer s.Close()
+	t, s := apiFeed(b)
 	b.ReportAllocs()
 	id := 0
 	for b.Loop() {
@@ -414,9 +410,7 @@ func BenchmarkServerChain(b *testing.B) {
 
 // BenchmarkServerAdd: one add, fed as bytes (push, pull, release).
 func BenchmarkServerAdd(b *testing.B) {
-	t := capnwebtest.NewFeed()
-	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
-	defer s.Close()
+	t, s := apiFeed(b)
 	b.ReportAllocs()
 	id := 0
 	for b.Loop() {
@@ -425,4 +419,12 @@ func BenchmarkServerAdd(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// apiFeed serves the test API to a session on a Feed, closed when b ends.
+func apiFeed(b *testing.B) (*capnwebtest.Feed, *capnweb.Session) {
+	t := capnwebtest.NewFeed()
+	s := capnweb.NewSession(t, &capnwebtest.API{}, nil)
+	b.Cleanup(func() { s.Close() })
+	return t, s
 }
