@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,32 +380,38 @@ func TestIdleSessionBreakdown(t *testing.T) {
 	}
 }
 
-// BenchmarkServerChain: the server's side of chain/pipelined10 alone, fed as bytes: ten pushes
-// of add, each taking the previous one's promise, one pull of the last, and the releases;
-// compare with BenchmarkServerAdd, one add.
+// BenchmarkServerChain: the server's side of chain/pipelined10 alone, fed as bytes, each
+// group of messages at once as from one read of the socket: ten pushes of add, each taking the
+// previous one's promise, and one pull of the last; then the releases. Compare with
+// BenchmarkServerAdd, one add.
 func BenchmarkServerChain(b *testing.B) {
 	t, s := apiFeed(b)
 	b.ReportAllocs()
 	id := 0
+	calls := make([][]byte, 0, chainLen+1)
+	releases := make([][]byte, 0, chainLen)
 	for b.Loop() {
 		first := id + 1
+		calls, releases = calls[:0], releases[:0]
 		for i := range chainLen {
 			id++
 			arg := "0"
 			if i > 0 {
 				arg = `["pipeline",` + strconv.Itoa(id-1) + `]`
 			}
-			t.In <- []byte(`["push",["pipeline",0,["add"],[` + arg + `,1]]]`)
+			calls = append(calls, []byte(`["push",["pipeline",0,["add"],[`+arg+`,1]]]`))
 		}
-		t.In <- []byte(`["pull",` + strconv.Itoa(id) + `]`)
+		calls = append(calls, []byte(`["pull",`+strconv.Itoa(id)+`]`))
+		for r := first; r <= id; r++ {
+			releases = append(releases, []byte(`["release",`+strconv.Itoa(r)+`,1]`))
+		}
+		t.Bursts <- slices.Clone(calls)
 		select {
 		case <-t.Answers:
 		case <-s.Done():
 			b.Fatal(s.Err())
 		}
-		for r := first; r <= id; r++ {
-			t.In <- []byte(`["release",` + strconv.Itoa(r) + `,1]`)
-		}
+		t.Bursts <- slices.Clone(releases)
 	}
 }
 

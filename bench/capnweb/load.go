@@ -25,12 +25,12 @@ type callFunc func(ctx context.Context) error
 
 // measurement is what one bounded loop observed.
 type measurement struct {
-	calls     int             // completed callFunc invocations
-	elapsed   time.Duration   // from the first start to the last completion
-	lat       []time.Duration // per invocation, sorted
-	serverCPU time.Duration   // CPU the server process used during the loop (-1: unknown)
-	clientCPU time.Duration   // CPU this process (the load client) used during the loop (-1: unknown)
-	err       error
+	calls   int             // completed callFunc invocations
+	elapsed time.Duration   // from the first start to the last completion
+	lat     []time.Duration // per invocation, sorted
+	server  harness.Usage   // what the server process used during the loop (-1: unknown)
+	client  harness.Usage   // what this process (the load client) used during the loop
+	err     error
 }
 
 func (m *measurement) rate() float64 { return harness.Rate(m.calls, m.elapsed) }

@@ -39,7 +39,11 @@ type Result struct {
 	ServerCPUus float64 `json:"server_cpu_us_per_call,omitempty"`
 	// ClientCPUus is the load client's (this process's) CPU time per RPC call in the same loop:
 	// client and server share the machine's cores, so a dear client caps every server alike.
-	ClientCPUus     float64 `json:"client_cpu_us_per_call,omitempty"`
+	ClientCPUus float64 `json:"client_cpu_us_per_call,omitempty"`
+	// ServerReads and ServerWrites are the server process's read and write system calls per
+	// iteration (a call, a batch or a chain): how well messages share reads and writes.
+	ServerReads     float64 `json:"server_reads_per_iter,omitempty"`
+	ServerWrites    float64 `json:"server_writes_per_iter,omitempty"`
 	BytesPerSession float64 `json:"bytes_per_session,omitempty"`
 	Note            string  `json:"note,omitempty"`
 	Err             string  `json:"error,omitempty"`
@@ -77,6 +81,9 @@ func (r *runner) add(res Result) {
 		}
 		if res.ClientCPUus > 0 {
 			msg += fmt.Sprintf(" cliCPU=%.1fµs/call", res.ClientCPUus)
+		}
+		if res.ServerReads > 0 {
+			msg += fmt.Sprintf(" srv r/w=%.2f/%.2f per iter", res.ServerReads, res.ServerWrites)
 		}
 	}
 	fmt.Fprintln(os.Stderr, msg)
@@ -159,11 +166,15 @@ func fill(res *Result, m measurement, perIter, payload int) {
 	if payload > 0 {
 		res.MBps = m.rate() * float64(payload) / 1e6
 	}
-	if m.serverCPU >= 0 && res.Calls > 0 {
-		res.ServerCPUus = us(m.serverCPU) / float64(res.Calls)
+	if m.server.CPU >= 0 && res.Calls > 0 {
+		res.ServerCPUus = us(m.server.CPU) / float64(res.Calls)
 	}
-	if m.clientCPU >= 0 && res.Calls > 0 {
-		res.ClientCPUus = us(m.clientCPU) / float64(res.Calls)
+	if m.client.CPU >= 0 && res.Calls > 0 {
+		res.ClientCPUus = us(m.client.CPU) / float64(res.Calls)
+	}
+	if m.server.Reads >= 0 && m.calls > 0 {
+		res.ServerReads = float64(m.server.Reads) / float64(m.calls)
+		res.ServerWrites = float64(m.server.Writes) / float64(m.calls)
 	}
 }
 
@@ -213,8 +224,8 @@ func (r *runner) compare(ctx context.Context, key string, servers []*server, wor
 			return
 		}
 		var m measurement
-		harness.AddCPU(&c.acc.clientCPU, harness.CPUDuring(os.Getpid(), func() {
-			harness.AddCPU(&c.acc.serverCPU, harness.CPUDuring(c.s.PID, func() {
+		c.acc.client.Add(harness.UsageDuring(os.Getpid(), func() {
+			c.acc.server.Add(harness.UsageDuring(c.s.PID, func() {
 				m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), maxCalls/rounds, c.f)
 			}))
 		}))

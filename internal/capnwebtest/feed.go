@@ -13,17 +13,27 @@ import (
 // Feed is the server's side of a connection whose peer is a benchmark speaking the protocol
 // as bytes: a session on it receives the messages put on In, and each resolve or reject it
 // sends arrives on Answers (other messages are dropped).
+//
+// Messages put on Bursts arrive together, as the frames of one read from a socket do: the
+// session sees them all buffered and handles them in one pass.
 type Feed struct {
 	In      chan []byte
+	Bursts  chan [][]byte
 	Answers chan []byte
 	closed  chan struct{}
 	once    sync.Once
+	burst   [][]byte // the rest of the burst being received (the session's reader only)
 }
 
 // NewFeed returns a Feed with room for a few messages each way.
 func NewFeed() *Feed {
-	return &Feed{In: make(chan []byte, 4), Answers: make(chan []byte, 1), closed: make(chan struct{})}
+	return &Feed{In: make(chan []byte, 4), Bursts: make(chan [][]byte, 1), Answers: make(chan []byte, 1),
+		closed: make(chan struct{})}
 }
+
+// Buffered reports whether the session can receive another message without waiting: the rest
+// of a burst, or a message on In.
+func (t *Feed) Buffered() bool { return len(t.burst) > 0 || len(t.In) > 0 }
 
 // Send implements capnweb.Transport.
 func (t *Feed) Send(_ context.Context, m []byte) error {
@@ -35,9 +45,20 @@ func (t *Feed) Send(_ context.Context, m []byte) error {
 
 // Receive implements capnweb.Transport.
 func (t *Feed) Receive(ctx context.Context) ([]byte, error) {
+	if len(t.burst) > 0 {
+		m := t.burst[0]
+		t.burst = t.burst[1:]
+		return m, nil
+	}
 	select {
 	case m := <-t.In:
 		return m, nil
+	case b := <-t.Bursts:
+		if len(b) == 0 {
+			return nil, errors.New("capnwebtest: empty burst")
+		}
+		t.burst = b[1:]
+		return b[0], nil
 	case <-t.closed:
 		return nil, errors.New("closed")
 	case <-ctx.Done():
