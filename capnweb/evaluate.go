@@ -465,6 +465,9 @@ func (ev *evaluator) importExpr(x []any, promise bool, depth int) (any, error) {
 	switch len(x) {
 	case 2:
 		if promise {
+			if v, ok := settledPlain(h); ok {
+				return v, nil // what awaiting it would give, at once: the call need not wait
+			}
 			r = h.get(nil)
 		} else {
 			r = h.dup()

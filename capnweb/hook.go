@@ -181,13 +181,41 @@ func (p *promiseHook) onSettled(f func()) {
 	f()
 }
 
+// settledTo returns what p settled to, or nil while it is pending.
+func (p *promiseHook) settledTo() hook {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.res
+}
+
+// settledPlain returns the plain data h has settled to, which a pull would return at once and
+// shared (see valueHook.pull); ok is false for anything else: not settled yet, an error, a
+// reference, a target or a function.
+func settledPlain(h hook) (v any, ok bool) {
+	for {
+		switch x := h.(type) {
+		case *promiseHook:
+			r := x.settledTo()
+			if r == nil {
+				return nil, false
+			}
+			h = r
+		case *valueHook:
+			if !x.plain || isTarget(x.v) || isCallable(x.v) {
+				return nil, false
+			}
+			return x.v, true
+		default:
+			return nil, false
+		}
+	}
+}
+
 // tryPull is pull when the value is at hand; ok is false when pulling would block.
 func tryPull(h hook) (v any, err error, ok bool) {
 	switch x := h.(type) {
 	case *promiseHook:
-		x.mu.Lock()
-		r := x.res
-		x.mu.Unlock()
+		r := x.settledTo()
 		if r == nil {
 			return nil, nil, false
 		}

@@ -1,6 +1,10 @@
 package capnweb
 
-import "testing"
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
 
 // TestEvaluatorKnowsPlainness checks that what the evaluator records about a value it built
 // (impure) agrees with isPlain's walk of it: the sessions trust the former to skip releasing,
@@ -74,4 +78,58 @@ func TestPlainPullShares(t *testing.T) {
 	}
 	releaseValue(got2)
 	h2.release()
+}
+
+// TestSettledArgument checks that a promise argument already settled to plain data evaluates
+// to the data itself, so that the call it is passed to runs without waiting for it (a
+// pipelined chain of calls then runs straight through), while a promise settled to an error,
+// a target or a function, or not settled yet, still makes the call wait for it.
+func TestSettledArgument(t *testing.T) {
+	a, b := Pipe()
+	s := NewSession(a, nil, nil)
+	peer := NewSession(b, nil, nil)
+	defer s.Close()
+	defer peer.Close()
+	settled := func(r hook) hook {
+		p := newPromiseHook()
+		p.resolve(r)
+		return p
+	}
+	obj := map[string]any{"a": []any{"b"}}
+	for _, tc := range []struct {
+		name string
+		h    hook
+		want any // nil: the argument stays a promise
+	}{
+		{"number", settled(newValueHook(float64(3), true, s)), float64(3)},
+		{"object", settled(newValueHook(obj, true, s)), obj},
+		{"through a promise", settled(settled(newValueHook("x", true, s))), "x"},
+		{"error", settled(errorHook{NewError("RangeError", "no")}), nil},
+		{"target", settled(newValueHook(&idleAPI{}, true, s)), nil},
+		{"function", settled(newValueHook(func() int { return 1 }, true, s)), nil},
+		{"holding a stub", settled(newValueHook(map[string]any{"s": NewStub(&idleAPI{})}, true, s)), nil},
+		{"not settled", newPromiseHook(), nil},
+	} {
+		id, err := s.exportHook(tc.h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := parseJSON([]byte(fmt.Sprintf(`["pipeline",%d]`, id)), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := evaluator{im: s, lim: &s.limits}
+		r, err := ev.evaluate(v)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tc.want == nil {
+			if _, ok := r.(*pending); !ok || !ev.impure {
+				t.Errorf("%s: evaluated to %#v (impure %v), want a promise to wait for", tc.name, r, ev.impure)
+			}
+		} else if !reflect.DeepEqual(r, tc.want) || ev.impure {
+			t.Errorf("%s: evaluated to %#v (impure %v), want %#v", tc.name, r, ev.impure, tc.want)
+		}
+		releaseValue(r)
+	}
 }
