@@ -43,6 +43,16 @@ func (t *Feed) Send(_ context.Context, m []byte) error {
 	return nil
 }
 
+// TrySendBatch sends msgs at once, as the WebSocket transport does when the socket takes them:
+// the session then sends its answers itself, at the end of what it was handling, with no write
+// loop to wake.
+func (t *Feed) TrySendBatch(msgs [][]byte) (bool, error) {
+	for _, m := range msgs {
+		t.Send(context.Background(), m)
+	}
+	return true, nil
+}
+
 // Receive implements capnweb.Transport.
 func (t *Feed) Receive(ctx context.Context) ([]byte, error) {
 	if len(t.burst) > 0 {
