@@ -274,11 +274,7 @@ func (jsonTaker) Doc() json.RawMessage                             { return json
 // methods, and the results the caller decodes into a json.RawMessage: nothing else.
 func TestWantedJSON(t *testing.T) {
 	t.Parallel()
-	a, b := Pipe()
-	srv := NewSession(a, jsonTaker{}, nil)
-	defer srv.Close()
-	cli := NewSession(b, nil, nil)
-	defer cli.Close()
+	srv, cli := pipedSessions(t, jsonTaker{})
 	for _, tc := range []struct {
 		id, path any
 		want     uint64

@@ -6,15 +6,24 @@ import (
 	"testing"
 )
 
+// pipedSessions returns a session serving main over a Pipe and the peer session on its other
+// end; both close when t ends.
+func pipedSessions(t *testing.T, main any) (s, peer *Session) {
+	a, b := Pipe()
+	s = NewSession(a, main, nil)
+	peer = NewSession(b, nil, nil)
+	t.Cleanup(func() {
+		s.Close()
+		peer.Close()
+	})
+	return s, peer
+}
+
 // TestEvaluatorKnowsPlainness checks that what the evaluator records about a value it built
 // (impure) agrees with isPlain's walk of it: the sessions trust the former to skip releasing,
 // copying and resolving what comes off the wire.
 func TestEvaluatorKnowsPlainness(t *testing.T) {
-	a, b := Pipe()
-	s := NewSession(a, nil, nil)
-	peer := NewSession(b, nil, nil)
-	defer s.Close()
-	defer peer.Close()
+	s, _ := pipedSessions(t, nil)
 	for _, tc := range []struct {
 		expr  string
 		plain bool
@@ -85,11 +94,7 @@ func TestPlainPullShares(t *testing.T) {
 // pipelined chain of calls then runs straight through), while a promise settled to an error,
 // a target or a function, or not settled yet, still makes the call wait for it.
 func TestSettledArgument(t *testing.T) {
-	a, b := Pipe()
-	s := NewSession(a, nil, nil)
-	peer := NewSession(b, nil, nil)
-	defer s.Close()
-	defer peer.Close()
+	s, _ := pipedSessions(t, nil)
 	settled := func(r hook) hook {
 		p := newPromiseHook()
 		p.resolve(r)
