@@ -118,3 +118,58 @@ func TestSessionsAreCollected(t *testing.T) {
 		}
 	})
 }
+
+// A promise the program forgets to release is released all the same: on a long-lived session
+// when the garbage collector finds it, on a batch session when the batch ends. Each one here
+// holds a counter the server exports, until the promise is released.
+func TestForgottenPromisesAreReleased(t *testing.T) {
+	ctx := context.Background()
+	forget := func(t *testing.T, s *capnweb.Session) {
+		t.Helper()
+		// All calls are made before the first Await, which posts a batch; no promise is released.
+		var incs []*capnweb.Promise
+		for i := range 10 {
+			incs = append(incs, s.Main().Call("makeCounter", i).Call("increment", 1))
+		}
+		for i, p := range incs {
+			if v, err := p.Await(ctx); err != nil || v != float64(i+1) {
+				t.Fatalf("counter %d: %v, %v", i, v, err)
+			}
+		}
+	}
+
+	t.Run("pipe", func(t *testing.T) {
+		a, z := capnweb.Pipe()
+		srv := capnweb.NewSession(z, &capnwebtest.API{}, nil)
+		defer srv.Close()
+		cli := capnweb.NewSession(a, nil, nil)
+		defer cli.Close()
+		forget(t, cli)
+		exported := func() int { _, exports := srv.TableIDs(); return len(exports) - 1 } // not main
+		for deadline := time.Now().Add(5 * time.Second); exported() > 0 && time.Now().Before(deadline); {
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n := exported(); n > 0 {
+			t.Errorf("the server still exports %d counters whose promises the client forgot", n)
+		}
+	})
+
+	t.Run("batch", func(t *testing.T) {
+		h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, nil)
+		ts := httptest.NewServer(h)
+		defer ts.Close()
+		defer h.Close()
+		bs := capnweb.NewBatchSession(ts.URL, nil, &capnweb.DialOptions{HTTPClient: ts.Client()})
+		defer bs.Close()
+		forget(t, bs)
+		select {
+		case <-bs.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the batch session did not end with its response")
+		}
+		if imports, exports := bs.TableIDs(); len(imports)+len(exports) > 0 {
+			t.Errorf("the ended batch still holds imports %v, exports %v", imports, exports)
+		}
+	})
+}

@@ -383,7 +383,10 @@ type DialOptions struct {
 	Session Options
 	// Header is sent with the upgrade request (for example Authorization).
 	Header http.Header
-	// HTTPClient makes the upgrade request. Nil means http.DefaultClient.
+	// HTTPClient makes the upgrade request, or posts the batch (NewBatchSession). Nil means
+	// http.DefaultClient. A batch larger than its Transport's WriteBufferSize (4 KiB by
+	// default, about 70 small calls) goes out in two writes, headers and body apart; a larger
+	// WriteBufferSize sends it in one.
 	HTTPClient *http.Client
 }
 

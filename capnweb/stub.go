@@ -23,7 +23,8 @@ type Stub struct {
 // they are sent before the result arrives. Await waits for the value.
 //
 // A promise owns its hook; Release it when done (Await does not release it, so it can still be
-// pipelined on). A forgotten one is released when garbage collected.
+// pipelined on). A forgotten one is released when garbage collected, or, on a batch session
+// (NewBatchSession), when the batch ends.
 type Promise struct {
 	ref
 	path []any
@@ -50,14 +51,33 @@ func (c *cell) take() hook {
 
 func newStub(h hook) *Stub {
 	s := &Stub{ref: ref{c: &cell{h: h}}}
-	s.cleanup = runtime.AddCleanup(s, releaseCell, s.c)
+	if releasedByGC(h) {
+		s.cleanup = runtime.AddCleanup(s, releaseCell, s.c)
+	}
 	return s
 }
 
 func newPromise(h hook, path []any) *Promise {
 	p := &Promise{ref: ref{c: &cell{h: h}}, path: path}
-	p.cleanup = runtime.AddCleanup(p, releaseCell, p.c)
+	if releasedByGC(h) {
+		p.cleanup = runtime.AddCleanup(p, releaseCell, p.c)
+	}
 	return p
+}
+
+// releasedByGC reports whether a stub or promise holding h, forgotten, must be released when
+// garbage collected. Not when releasing h does nothing (an error), nor for an import of a batch
+// client session: everything a batch holds is released when the batch ends, soon, and a batch
+// of many calls spent a tenth of its client's time adding and removing the cleanups (each one
+// walks the list of those on its memory span, long when a hundred promises live at once).
+func releasedByGC(h hook) bool {
+	switch x := h.(type) {
+	case errorHook:
+		return false
+	case *importHook:
+		return x.s.batch != batchClient
+	}
+	return true
 }
 
 func releaseCell(c *cell) {

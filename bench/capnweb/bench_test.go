@@ -435,3 +435,62 @@ func apiFeed(b *testing.B) (*capnwebtest.Feed, *capnweb.Session) {
 	b.Cleanup(func() { s.Close() })
 	return t, s
 }
+
+// ---- the client alone ----
+
+// answerTransport is the client's side of a connection whose server answers in the transport
+// itself: each ["pull",N] sent is answered with ["resolve",N,3] on the next Receive, at once.
+// What a session on it costs is the client's own work per call.
+type answerTransport struct {
+	in     chan []byte
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newAnswerTransport() *answerTransport {
+	return &answerTransport{in: make(chan []byte, 1024), closed: make(chan struct{})}
+}
+
+func (t *answerTransport) Send(_ context.Context, m []byte) error {
+	if id, ok := strings.CutPrefix(string(m), `["pull",`); ok {
+		t.in <- []byte(`["resolve",` + strings.TrimSuffix(id, "]") + `,3]`)
+	}
+	return nil
+}
+
+// SendBatch makes the transport a batch sender, as the WebSocket one is.
+func (t *answerTransport) SendBatch(ctx context.Context, msgs [][]byte) error {
+	for _, m := range msgs {
+		t.Send(ctx, m)
+	}
+	return nil
+}
+
+func (t *answerTransport) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case m := <-t.in:
+		return m, nil
+	case <-t.closed:
+		return nil, errors.New("closed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (t *answerTransport) Close(error) error { t.once.Do(func() { close(t.closed) }); return nil }
+
+func answeredClient(b *testing.B) *capnweb.Session {
+	cli := capnweb.NewSession(newAnswerTransport(), nil, nil)
+	b.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// BenchmarkClientAdd: the client's side of one add call (Call, Await, Release), answered at
+// once by the transport: no server, no socket.
+func BenchmarkClientAdd(b *testing.B) { benchSeq(b, answeredClient(b)) }
+
+// BenchmarkClientAddParallel: as ClientAdd, 16 calls in flight.
+func BenchmarkClientAddParallel(b *testing.B) {
+	cli := answeredClient(b)
+	benchInflight(b, func(ctx context.Context) error { return addOnce(ctx, cli.Main()) })
+}
