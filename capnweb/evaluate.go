@@ -484,16 +484,24 @@ func (ev *evaluator) importExpr(x []any, promise bool, depth int) (any, error) {
 		if !ok || !ok2 {
 			return nil, unknownSpecial(x)
 		}
-		sub := evaluator{im: ev.im, lim: ev.lim}
-		if err := sub.evaluateElems(args); err != nil {
+		if r, err = ev.call(h, path, args, x[3]); err != nil {
 			return nil, err
 		}
-		r = h.call(path, &payload{v: x[3], plain: !sub.impure}) // args, evaluated in place
 	}
 	if promise {
 		return ev.track(&pending{h: r}), nil
 	}
 	return ev.track(newStub(r)), nil
+}
+
+// call calls h at path with args, the elements of an escaped array (argsV: the array, as an
+// interface), evaluated in place.
+func (ev *evaluator) call(h hook, path, args []any, argsV any) (hook, error) {
+	sub := evaluator{im: ev.im, lim: ev.lim}
+	if err := sub.evaluateElems(args); err != nil {
+		return nil, err
+	}
+	return h.call(path, &payload{v: argsV, plain: !sub.impure}), nil
 }
 
 func (ev *evaluator) remapExpr(x []any) (any, error) {
@@ -719,6 +727,25 @@ func (s *Session) handle(raw []byte) error {
 		return s.releaseExport(id, int(refs))
 	}
 	b := s.busyState()
+	if fid, path, args, ok := readPushedCall(raw, b.strs); ok {
+		// The commonest push, a call with scalar arguments, read without a tree: what
+		// evaluating ["pipeline", fid, path, args] does, without the pending value.
+		id, err := s.reservePush()
+		if err != nil {
+			return err
+		}
+		h, err := s.getExport(fid)
+		if err != nil {
+			return err
+		}
+		ev := evaluator{im: s, lim: &s.limits}
+		r, err := ev.call(h, path, args, args)
+		if err != nil {
+			return err
+		}
+		s.exportPushed(id, r, false)
+		return nil
+	}
 	var top [4]any // the message's elements: every message has fewer
 	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top, s)
 	b.scratch = scratch
@@ -736,14 +763,10 @@ func (s *Session) handle(raw []byte) error {
 		if len(msg) != 2 {
 			return s.badMessage(raw)
 		}
-		s.mu.Lock()
-		if len(s.exports) >= s.limits.MaxExports {
-			s.mu.Unlock()
-			return protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+		id, err := s.reservePush()
+		if err != nil {
+			return err
 		}
-		id := s.nextPushID
-		s.nextPushID++
-		s.mu.Unlock()
 		v, err := ev.evaluate(msg[1])
 		if err != nil {
 			return err
@@ -759,9 +782,7 @@ func (s *Session) handle(raw []byte) error {
 		default:
 			h = newValueHookPlain(v, true, !ev.impure, s)
 		}
-		s.mu.Lock()
-		s.exports[id] = &exportEntry{h: h, refs: 1, autoRelease: kind == "stream"}
-		s.mu.Unlock()
+		s.exportPushed(id, h, kind == "stream")
 		if kind == "stream" {
 			return s.ensureResolving(id)
 		}
@@ -844,6 +865,25 @@ func (s *Session) handle(raw []byte) error {
 		return nil
 	}
 	return s.badMessage(raw)
+}
+
+// reservePush takes the export ID of the next push or stream message.
+func (s *Session) reservePush() (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.exports) >= s.limits.MaxExports {
+		return 0, protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+	}
+	id := s.nextPushID
+	s.nextPushID++
+	return id, nil
+}
+
+// exportPushed exports h, the result of a push or stream message, under the ID reservePush gave.
+func (s *Session) exportPushed(id int64, h hook, autoRelease bool) {
+	s.mu.Lock()
+	s.exports[id] = &exportEntry{h: h, refs: 1, autoRelease: autoRelease}
+	s.mu.Unlock()
 }
 
 // settleImport resolves the import id with res (taking ownership), and releases it on the peer.

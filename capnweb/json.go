@@ -322,6 +322,94 @@ func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, d
 	return n, stack, nil
 }
 
+// readPushedCall reads a push message of the commonest shape, a call on an export whose path
+// is short strings and whose arguments are scalars, written without spaces —
+//
+//	["push",["pipeline",ID,["NAME",...],[ARG,...]]]
+//
+// — without building a tree for the message, and without asking which arguments are wanted as
+// JSON (only arrays and objects can be). Strings are those shortString takes. It reports false
+// for anything else, valid or not, which the generic reader then reads, or refuses; whatever it
+// reads, the generic reader reads the same (FuzzReadPushedCall).
+func readPushedCall(raw []byte, strs map[string]any) (id float64, path, args []any, ok bool) {
+	const prefix = `["push",["pipeline",`
+	if !bytes.HasPrefix(raw, []byte(prefix)) {
+		return 0, nil, nil, false
+	}
+	n, k := smallInt(raw[len(prefix):])
+	if k == 0 {
+		return 0, nil, nil, false
+	}
+	r := jsonReader{data: raw, pos: len(prefix) + k, strs: strs}
+	var names, vals [8]any
+	np, na := 0, 0
+	if !r.next(',') || !r.next('[') {
+		return 0, nil, nil, false
+	}
+	for {
+		if np == len(names) || r.pos >= len(raw) || raw[r.pos] != '"' {
+			return 0, nil, nil, false
+		}
+		v, ok := r.shortString()
+		if !ok {
+			return 0, nil, nil, false
+		}
+		names[np], np = v, np+1
+		if r.next(']') {
+			break
+		}
+		if !r.next(',') {
+			return 0, nil, nil, false
+		}
+	}
+	if !r.next(',') || !r.next('[') {
+		return 0, nil, nil, false
+	}
+	for !r.next(']') {
+		if na > 0 && !r.next(',') || na == len(vals) || r.pos >= len(raw) {
+			return 0, nil, nil, false
+		}
+		var v any
+		var err error
+		switch c := raw[r.pos]; {
+		case c == '"':
+			if v, ok = r.shortString(); !ok {
+				return 0, nil, nil, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			v, err = r.number()
+		case c == 't':
+			v, err = true, r.literal("true")
+		case c == 'f':
+			v, err = false, r.literal("false")
+		case c == 'n':
+			v, err = nil, r.literal("null")
+		default:
+			return 0, nil, nil, false
+		}
+		if err != nil {
+			return 0, nil, nil, false
+		}
+		vals[na], na = v, na+1
+	}
+	if string(raw[r.pos:]) != "]]" {
+		return 0, nil, nil, false
+	}
+	path, args = make([]any, np), make([]any, na)
+	copy(path, names[:np])
+	copy(args, vals[:na])
+	return float64(n), path, args, true
+}
+
+// next reads c if it comes next.
+func (r *jsonReader) next(c byte) bool {
+	if r.pos < len(r.data) && r.data[r.pos] == c {
+		r.pos++
+		return true
+	}
+	return false
+}
+
 // shortString reads a short string without escapes or control characters as an interface
 // value that costs no allocation — a protocol word (a constant) or a string already in the
 // string table, which it adds to while there is room — and reports whether it did; otherwise it

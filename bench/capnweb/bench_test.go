@@ -494,3 +494,26 @@ func BenchmarkClientAddParallel(b *testing.B) {
 	cli := answeredClient(b)
 	benchInflight(b, func(ctx context.Context) error { return addOnce(ctx, cli.Main()) })
 }
+
+// BenchmarkServerBatch100: the server's side of batch100/add alone: the handler answers a
+// batch of 100 add calls (as the Go client writes it) from memory, with no client and no socket.
+func BenchmarkServerBatch100(b *testing.B) {
+	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, nil)
+	b.Cleanup(func() { h.Close() })
+	var body strings.Builder
+	for i := range 100 {
+		if i > 0 {
+			body.WriteByte('\n')
+		}
+		fmt.Fprintf(&body, `["push",["pipeline",0,["add"],[%d,1]]]`+"\n"+`["pull",%d]`, i, i+1)
+	}
+	req := body.String()
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(req)))
+		if w.Code != http.StatusOK || strings.Count(w.Body.String(), `"resolve"`) != 100 {
+			b.Fatalf("%d %s", w.Code, w.Body.String())
+		}
+	}
+}
