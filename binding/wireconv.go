@@ -24,8 +24,9 @@ import (
 // Inbound, the requests of the hot path arrive as JSON (fromWire); directFromWire decodes the
 // one a task handle builds as a tree.
 
-// wireSizeHint is the buffer a stream response starts in: an echo task's fits.
-const wireSizeHint = 512
+// wireSizeHint is the buffer a stream response starts in: an echo task of the engine's (about
+// 750 bytes, with its history and artifact) fits without growing it.
+const wireSizeHint = 1024
 
 // directWire returns the capnweb value of v when v is of a type written directly.
 func directWire(v any) (any, bool) {
