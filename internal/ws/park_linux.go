@@ -19,7 +19,7 @@ package ws
 //
 // Go's own poller keeps its (edge-triggered) registration of the same socket; a second epoll
 // instance may watch it too. The reader woken here does not rely on that poller having seen
-// the edge: ReadMessage peeks at the socket before it waits (see waitSocket).
+// the edge: ReadMessage reads the socket without waiting before it waits (see waitSocket).
 
 import (
 	"sync"

@@ -125,8 +125,8 @@ type Conn struct {
 	// wait or write, capturing its results, cost allocations on every one. waitFn's state is
 	// under rmu, writeFn's under wmu.
 	waitFn  func(fd uintptr) bool
-	peeked  bool
-	peekErr error
+	waitErr error
+	src     socketSource // what the pooled read buffers read from (raw set)
 	writeFn func(fd uintptr) bool
 	wb      []byte
 	wn      int
@@ -155,10 +155,11 @@ type Conn struct {
 
 func newConn(rwc io.ReadWriteCloser, br *bufio.Reader, client bool) *Conn {
 	c := &Conn{rwc: rwc, br: br, client: client}
-	if sc, ok := rwc.(syscall.Conn); ok && canPeek {
+	if sc, ok := rwc.(syscall.Conn); ok && canReadNow {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
-			c.waitFn, c.writeFn = c.peekOnce, c.writeSome
+			c.src.c = c
+			c.waitFn, c.writeFn = c.fillNow, c.writeSome
 		}
 	}
 	if c.br == nil && c.raw == nil {
@@ -183,15 +184,7 @@ func (c *Conn) idleWait() error {
 	if timed {
 		nc.SetReadDeadline(time.Now().Add(c.IdleAfter))
 	}
-	err := c.waitSocket()
-	if err == nil {
-		// The poller's word that the socket is readable may be stale (an event for bytes an
-		// earlier read took): the first read, which the message needs anyway, confirms it,
-		// still under the idle deadline, so that a connection woken for nothing still goes
-		// idle instead of blocking in that read.
-		c.takeReader()
-		_, err = c.br.Peek(1)
-	}
+	err := c.waitSocket() // the bytes it waited for are in the read buffer
 	if timed {
 		nc.SetReadDeadline(time.Time{})
 	}
@@ -246,37 +239,62 @@ func (c *Conn) releaseIfEmpty() bool {
 	return true
 }
 
-// waitSocket waits, without reading, until the socket has data or an end (or its read deadline
-// passes).
+// waitSocket waits until the socket has data, which it then holds in a read buffer, or an end
+// (or its read deadline passes); meanwhile it holds no read buffer.
 func (c *Conn) waitSocket() error {
-	c.peeked, c.peekErr = false, nil
+	c.waitErr = nil
 	err := c.raw.Read(c.waitFn)
 	if err == nil {
-		err = c.peekErr
+		err = c.waitErr
 	}
 	return err
 }
 
-// peekOnce is waitSocket's callback (c.waitFn): it peeks once, and on being called again says
-// the socket is readable.
-func (c *Conn) peekOnce(fd uintptr) bool {
-	if c.peeked {
-		// Called again: the poller saw the socket become readable since the peek. It may have
-		// been woken for less: idleWait's first read checks, where a second peek here would
-		// cost a system call on every message.
-		return true
+// fillNow is waitSocket's callback (c.waitFn): it reads what the socket holds into a read
+// buffer, without waiting, and reports whether it read anything (or met an end). On a socket
+// with nothing to read it gives the buffer back: the poller then waits, and calls it again.
+// Reading at once, where a peek would only look, saves a system call on every message that is
+// there already, as it is when a peer sends several in a row.
+func (c *Conn) fillNow(fd uintptr) bool {
+	c.takeReader()
+	c.src.fd, c.src.now = fd, true
+	_, err := c.br.Peek(1)
+	c.src.now = false
+	if err == errWouldBlock {
+		c.dropReader()
+		return false
 	}
-	c.peeked = true
-	ready, err := peek(fd)
-	c.peekErr = err
-	return ready || err != nil
+	c.waitErr = err
+	return true
 }
+
+// socketSource is what a pooled read buffer reads from on a connection whose socket it can
+// watch: the connection, or, inside fillNow, the socket itself without waiting.
+type socketSource struct {
+	c   *Conn
+	fd  uintptr
+	now bool
+}
+
+func (s *socketSource) Read(b []byte) (int, error) {
+	if s.now {
+		return readNow(s.fd, b)
+	}
+	return s.c.rwc.Read(b)
+}
+
+// errWouldBlock: the socket holds nothing to read (fillNow).
+var errWouldBlock = errors.New("websocket: nothing to read yet")
 
 // takeReader makes sure c.br is set.
 func (c *Conn) takeReader() {
 	if c.br == nil {
 		c.br = readerPool.Get().(*bufio.Reader)
-		c.br.Reset(c.rwc)
+		if c.raw != nil {
+			c.br.Reset(&c.src)
+		} else {
+			c.br.Reset(c.rwc)
+		}
 	}
 }
 

@@ -649,3 +649,45 @@ func TestIdleAfterSpuriousWake(t *testing.T) {
 		t.Fatalf("ReadMessage after idling = %q, %v", msg, err)
 	}
 }
+
+// The reader reads what the socket holds without waiting before it waits; a message whose
+// bytes arrive in pieces, the first before it waits and the rest after, is still read whole,
+// and so are messages already there, and the connection still goes idle with nothing to read.
+func TestReadNowThenWait(t *testing.T) {
+	c, s := rawPair(t, "the socket cannot be watched on this platform")
+	s.IdleAfter = time.Second
+	f := frame(true, opText, []byte(strings.Repeat("piece", 1000)), true)
+	sock := c.rwc // the client's end, written raw
+	got := make(chan string, 1)
+	go func() {
+		_, msg, err := s.ReadMessage(0)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(msg)
+	}()
+	sock.Write(f[:3]) // less than the header
+	time.Sleep(20 * time.Millisecond)
+	sock.Write(f[3:100])
+	time.Sleep(20 * time.Millisecond)
+	sock.Write(f[100:])
+	if msg := <-got; msg != strings.Repeat("piece", 1000) {
+		t.Fatalf("split message read as %.40q (%d bytes)", msg, len(msg))
+	}
+	// Two messages that are both there before the reader looks.
+	sock.Write(append(frame(true, opText, []byte("one"), true), frame(true, opText, []byte("two"), true)...))
+	time.Sleep(20 * time.Millisecond)
+	for _, want := range []string{"one", "two"} {
+		if _, msg, err := s.ReadMessage(0); err != nil || string(msg) != want {
+			t.Fatalf("ReadMessage = %q, %v, want %q", msg, err, want)
+		}
+	}
+	s.IdleAfter = 10 * time.Millisecond
+	if _, _, err := s.ReadMessage(0); err != ErrIdle {
+		t.Fatalf("ReadMessage with nothing sent = %v, want ErrIdle", err)
+	}
+	if s.br != nil {
+		t.Error("an idle connection still holds its read buffer")
+	}
+}
