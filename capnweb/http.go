@@ -34,6 +34,27 @@ type HandlerOptions struct {
 	// OnSession, when set, is called with each WebSocket session as it starts, for example to
 	// keep s.Main(), the client's own main object, and call it later. It must not block.
 	OnSession func(r *http.Request, s *Session)
+	// ReadSpin is how long a WebSocket session's reader polls its socket for the peer's next
+	// message before it sleeps waiting for it. It polls only while that pays: a poll that comes
+	// up empty stops it until a message comes that soon again, and at most half the GOMAXPROCS
+	// readers of the process poll at once, yielding between polls. A peer that sends again
+	// within microseconds (nearby, or one that writes each message apart, as the npm client
+	// does) is then read without the sleep and wake-up that cost both ends more than the
+	// message. Zero means DefaultReadSpin; negative, never poll.
+	ReadSpin time.Duration
+}
+
+// DefaultReadSpin is the ReadSpin of HandlerOptions and DialOptions left zero.
+const DefaultReadSpin = 50 * time.Microsecond
+
+func readSpin(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultReadSpin
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // Handler serves capnweb over HTTP: a WebSocket upgrade starts a session for the connection's
@@ -139,7 +160,7 @@ func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main an
 	if err != nil {
 		return // Accept has answered the request
 	}
-	t := newWSTransport(c, h.opts.Session.Limits.withDefaults().MaxMessageSize)
+	t := newWSTransport(c, h.opts.Session.Limits.withDefaults().MaxMessageSize, h.opts.ReadSpin)
 	s := newSession(t, main, &h.opts.Session, notBatch, false)
 	if !h.track(s) {
 		s.shutdown(ErrSessionClosed, false)
@@ -323,8 +344,9 @@ type wsTransport struct {
 // between messages, and parking costs two epoll_ctl calls and a goroutine. A variable for tests.
 var wsIdleAfter = 100 * time.Millisecond
 
-func newWSTransport(c *ws.Conn, maxMessage int) *wsTransport {
+func newWSTransport(c *ws.Conn, maxMessage int, spin time.Duration) *wsTransport {
 	c.IdleAfter = wsIdleAfter
+	c.SpinWait = readSpin(spin)
 	return &wsTransport{c: c, max: maxMessage}
 }
 
@@ -383,6 +405,8 @@ type DialOptions struct {
 	Session Options
 	// Header is sent with the upgrade request (for example Authorization).
 	Header http.Header
+	// ReadSpin is as in HandlerOptions, for the client's WebSocket session.
+	ReadSpin time.Duration
 	// HTTPClient makes the upgrade request, or posts the batch (NewBatchSession). Nil means
 	// http.DefaultClient. A batch larger than its Transport's WriteBufferSize (4 KiB by
 	// default, about 70 small calls) goes out in two writes, headers and body apart; a larger
@@ -401,7 +425,7 @@ func Dial(ctx context.Context, url string, main any, opts *DialOptions) (*Sessio
 	if err != nil {
 		return nil, fmt.Errorf("capnweb: dial %s: %w", url, err)
 	}
-	return NewSession(newWSTransport(c, o.Session.Limits.withDefaults().MaxMessageSize), main, &o.Session), nil
+	return NewSession(newWSTransport(c, o.Session.Limits.withDefaults().MaxMessageSize, o.ReadSpin), main, &o.Session), nil
 }
 
 // ---- HTTP batch client ----

@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,6 +118,10 @@ type Conn struct {
 	// message to start. It only applies where the read buffer is given back while idle (Linux,
 	// plain TCP). Set it before the first ReadMessage.
 	IdleAfter time.Duration
+	// SpinWait, when positive, is how long the reader polls the socket for the next message
+	// before it sleeps waiting for it, while polling pays (see spin). It applies where IdleAfter
+	// does. Set it before the first ReadMessage.
+	SpinWait time.Duration
 
 	rmu sync.Mutex      // held by the reader for the length of ReadMessage
 	raw syscall.RawConn // when set, the read buffer is given back while idle (see idleWait)
@@ -126,11 +131,16 @@ type Conn struct {
 	// under rmu, writeFn's under wmu.
 	waitFn  func(fd uintptr) bool
 	waitErr error
-	src     socketSource // what the pooled read buffers read from (raw set)
-	writeFn func(fd uintptr) bool
-	wb      []byte
-	wn      int
-	wErr    error
+	// The wait under way (waitSocket) and the polling before it (spin), under rmu.
+	waits     int          // fillNow calls in this wait
+	waitStart time.Time    // when it began (SpinWait set)
+	spinOff   bool         // the last poll found nothing: sleep at once
+	spinHits  int          // polls that found a message (tests)
+	src       socketSource // what the pooled read buffers read from (raw set)
+	writeFn   func(fd uintptr) bool
+	wb        []byte
+	wn        int
+	wErr      error
 
 	parkTok  uint64 // the connection's token in the parker while parked; guarded by its mu
 	parkWake func() // what to run when it wakes; nil when not parked
@@ -242,7 +252,7 @@ func (c *Conn) releaseIfEmpty() bool {
 // waitSocket waits until the socket has data, which it then holds in a read buffer, or an end
 // (or its read deadline passes); meanwhile it holds no read buffer.
 func (c *Conn) waitSocket() error {
-	c.waitErr = nil
+	c.waitErr, c.waits = nil, 0
 	err := c.raw.Read(c.waitFn)
 	if err == nil {
 		err = c.waitErr
@@ -259,14 +269,68 @@ func (c *Conn) fillNow(fd uintptr) bool {
 	c.takeReader()
 	c.src.fd, c.src.now = fd, true
 	_, err := c.br.Peek(1)
+	if c.waits == 0 && err == errWouldBlock && c.SpinWait > 0 {
+		c.waitStart = time.Now()
+		err = c.spin()
+	}
 	c.src.now = false
+	c.waits++
 	if err == errWouldBlock {
 		c.dropReader()
 		return false
 	}
+	if c.spinOff && c.waits > 1 && time.Since(c.waitStart) <= c.SpinWait {
+		c.spinOff = false // it came soon after the wait began: polling would have caught it
+	}
 	c.waitErr = err
 	return true
 }
+
+// spin polls the socket (c.br, reading without waiting) until a message arrives or SpinWait
+// has passed since the wait began, yielding the thread between polls, and returns what the last
+// poll returned. A poll that comes up empty turns polling off, until a message arrives within
+// SpinWait of a wait's start again (fillNow): a peer that sends again within microseconds is
+// read without sleeping (sleeping and being woken cost far more than a poll), and one that does
+// not costs one poll. Nothing is polled while as many readers as spinners allows already poll.
+func (c *Conn) spin() error {
+	if c.spinOff || !spinners.acquire() {
+		return errWouldBlock
+	}
+	defer spinners.release()
+	deadline := c.waitStart.Add(c.SpinWait)
+	for {
+		runtime.Gosched()
+		if _, err := c.br.Peek(1); err != errWouldBlock {
+			c.spinHits++
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			c.spinOff = true
+			return errWouldBlock
+		}
+	}
+}
+
+// spinLimit bounds the readers polling at once to half the Ps (GOMAXPROCS), so that polling
+// never takes the threads the rest of the program needs.
+type spinLimit struct{ n atomic.Int32 }
+
+var spinners spinLimit
+
+func (l *spinLimit) acquire() bool {
+	max := int32(runtime.GOMAXPROCS(0) / 2)
+	for {
+		n := l.n.Load()
+		if n >= max {
+			return false
+		}
+		if l.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (l *spinLimit) release() { l.n.Add(-1) }
 
 // socketSource is what a pooled read buffer reads from on a connection whose socket it can
 // watch: the connection, or, inside fillNow, the socket itself without waiting.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -690,4 +691,36 @@ func TestReadNowThenWait(t *testing.T) {
 	if s.br != nil {
 		t.Error("an idle connection still holds its read buffer")
 	}
+}
+
+// With SpinWait, a reader polls for a message that comes soon instead of sleeping; a poll that
+// comes up empty turns polling off, and a message that comes soon after a wait began turns it
+// back on. Nothing polls while the polling readers are at their limit.
+func TestSpinWait(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("readers poll only with GOMAXPROCS 2 or more")
+	}
+	c, s := rawPair(t, "the socket cannot be watched on this platform")
+	s.SpinWait = 100 * time.Millisecond
+	step := func(after time.Duration, hits int, off bool) {
+		t.Helper()
+		go func() {
+			time.Sleep(after)
+			c.WriteMessages(Text, []byte("m"))
+		}()
+		if _, msg, err := s.ReadMessage(0); err != nil || string(msg) != "m" {
+			t.Fatalf("ReadMessage = %q, %v", msg, err)
+		}
+		if s.spinHits != hits || s.spinOff != off {
+			t.Fatalf("after a message %v into the wait: %d polls found one, polling off %v; want %d, %v",
+				after, s.spinHits, s.spinOff, hits, off)
+		}
+	}
+	step(10*time.Millisecond, 1, false) // caught by polling
+	step(300*time.Millisecond, 1, true) // polling gave up: off
+	step(10*time.Millisecond, 1, false) // slept, but it came soon: back on
+	step(10*time.Millisecond, 2, false) // caught by polling again
+	spinners.n.Add(1 << 20)             // every polling slot taken
+	defer spinners.n.Add(-1 << 20)
+	step(10*time.Millisecond, 2, false) // slept
 }
