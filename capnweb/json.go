@@ -323,12 +323,13 @@ func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, d
 }
 
 // readPushedCall reads a push message of the commonest shape, a call on an export whose path
-// is short strings and whose arguments are scalars, written without spaces —
+// is short strings and whose arguments are scalars or earlier calls' promises
+// (["pipeline",ID]), written without spaces —
 //
 //	["push",["pipeline",ID,["NAME",...],[ARG,...]]]
 //
 // — without building a tree for the message, and without asking which arguments are wanted as
-// JSON (only arrays and objects can be). Strings are those shortString takes. It reports false
+// JSON (only plain arrays and objects can be). Strings are those shortString takes. It reports false
 // for anything else, valid or not, which the generic reader then reads, or refuses; whatever it
 // reads, the generic reader reads the same (FuzzReadPushedCall).
 func readPushedCall(raw []byte, strs map[string]any) (id float64, path, args []any, ok bool) {
@@ -384,6 +385,19 @@ func readPushedCall(raw []byte, strs map[string]any) (id float64, path, args []a
 			v, err = false, r.literal("false")
 		case c == 'n':
 			v, err = nil, r.literal("null")
+		case c == '[':
+			// The promise of an earlier call, as a chain of dependent calls passes it.
+			const ref = `["pipeline",`
+			rest := raw[r.pos:]
+			if !bytes.HasPrefix(rest, []byte(ref)) {
+				return 0, nil, nil, false
+			}
+			m, k := smallInt(rest[len(ref):])
+			if k == 0 || len(rest) <= len(ref)+k || rest[len(ref)+k] != ']' {
+				return 0, nil, nil, false
+			}
+			v = []any{"pipeline", float64(m)}
+			r.pos += len(ref) + k + 1
 		default:
 			return 0, nil, nil, false
 		}

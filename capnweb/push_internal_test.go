@@ -19,6 +19,12 @@ var pushCases = []struct {
 	{`["push",["pipeline",0,["f"],[true,false,null,-1.5e3,0,255,256,123456789012345]]]`, true},
 	{`["push",["pipeline",0,["f"],["é",""]]]`, true},
 	{`["push",["pipeline",0,["f"],[1,2,3,4,5,6,7,8]]]`, true},
+	{`["push",["pipeline",0,["add"],[["pipeline",3],1]]]`, true},
+	{`["push",["pipeline",0,["add"],[["pipeline",-1],["pipeline",300]]]]`, true},
+	{`["push",["pipeline",0,["add"],[["pipeline",3,["x"]],1]]]`, false},
+	{`["push",["pipeline",0,["add"],[["pipeline",3]]`, false},
+	{`["push",["pipeline",0,["add"],[["pipeline",3.5]]]]`, false},
+	{`["push",["pipeline",0,["add"],[["import",3]]]]`, false},
 	// Declined: anything but scalars, strings the string table does not take, other shapes.
 	{`["push",["pipeline",0,["f"],[1,2,3,4,5,6,7,8,9]]]`, false},
 	{`["push",["pipeline",0,["f"],[{"a":1}]]]`, false},
