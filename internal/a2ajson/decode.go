@@ -7,13 +7,15 @@ package a2ajson
 // (decode_test.go compares them, and fuzzes the comparison). Anything else — an unknown or
 // duplicate key, a null it does not expect, a string escape or number it does not read, invalid
 // JSON — makes it give up, and DecodeTask runs json.Unmarshal on the whole input instead, so
-// that the result and the error are always json.Unmarshal's. The free-form values (Metadata, the
-// value of a data part) are found here and handed to json.Unmarshal.
+// that the result and the error are always json.Unmarshal's. Metadata objects are read here too
+// (freeValue), but for those it does not read, which json.Unmarshal reads alone; the value of a
+// data part is found here and handed to json.Unmarshal.
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -297,8 +299,15 @@ func (d *decoder) part() (*a2a.Part, bool) {
 	return p, ok && p.Content != nil
 }
 
-// meta reads a Metadata object with json.Unmarshal. null is not taken.
+// meta reads a Metadata object: by hand (freeObject) where it can, else with json.Unmarshal.
+// null is not taken.
 func (d *decoder) meta() (map[string]any, bool) {
+	d.ws()
+	start := d.i
+	if m, ok := d.freeObject(0); ok {
+		return m, true
+	}
+	d.i = start
 	v, ok := d.free()
 	if !ok || v[0] != '{' {
 		return nil, false
@@ -308,6 +317,112 @@ func (d *decoder) meta() (map[string]any, bool) {
 		return nil, false
 	}
 	return m, true
+}
+
+// maxHandDepth bounds the nesting freeValue reads by hand; deeper values go to json.Unmarshal.
+const maxHandDepth = 32
+
+// freeValue reads a free-form JSON value into what json.Unmarshal gives for it in an any:
+// map[string]any, []any (empty, not nil, for {} and []), string, float64, bool or nil, a
+// repeated key taking the last value. It gives up on what it does not read as json.Unmarshal
+// would — a string that is not valid UTF-8, a number out of float64's range, invalid JSON —
+// and on nesting deeper than maxHandDepth.
+func (d *decoder) freeValue(depth int) (any, bool) {
+	d.ws()
+	if d.i >= len(d.b) {
+		return nil, false
+	}
+	switch c := d.b[d.i]; c {
+	case '{':
+		m, ok := d.freeObject(depth)
+		return m, ok
+	case '[':
+		if depth >= maxHandDepth {
+			return nil, false
+		}
+		return array(d, func(d *decoder) (any, bool) { return d.freeValue(depth + 1) })
+	case '"':
+		return d.str()
+	case 't':
+		return true, d.literal("true")
+	case 'f':
+		return false, d.literal("false")
+	case 'n':
+		return nil, d.literal("null")
+	}
+	return d.number()
+}
+
+// freeObject reads a JSON object as freeValue does.
+func (d *decoder) freeObject(depth int) (map[string]any, bool) {
+	if depth >= maxHandDepth || !d.consume('{') {
+		return nil, false
+	}
+	m := make(map[string]any)
+	if d.consume('}') {
+		return m, true
+	}
+	for {
+		k, ok := d.str()
+		if !ok || !d.consume(':') {
+			return nil, false
+		}
+		if m[k], ok = d.freeValue(depth + 1); !ok {
+			return nil, false
+		}
+		if d.consume('}') {
+			return m, true
+		}
+		if !d.consume(',') {
+			return nil, false
+		}
+	}
+}
+
+// literal reads lit (true, false or null), which must be next.
+func (d *decoder) literal(lit string) bool {
+	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+		d.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// number reads a JSON number as json.Unmarshal does into an any: a float64.
+func (d *decoder) number() (any, bool) {
+	start := d.i
+	digits := func() bool {
+		n := d.i
+		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+			d.i++
+		}
+		return d.i > n
+	}
+	if d.i < len(d.b) && d.b[d.i] == '-' {
+		d.i++
+	}
+	if d.i < len(d.b) && d.b[d.i] == '0' {
+		d.i++
+	} else if !digits() {
+		return nil, false
+	}
+	if d.i < len(d.b) && d.b[d.i] == '.' {
+		d.i++
+		if !digits() {
+			return nil, false
+		}
+	}
+	if d.i < len(d.b) && d.b[d.i]|0x20 == 'e' {
+		d.i++
+		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
+			d.i++
+		}
+		if !digits() {
+			return nil, false
+		}
+	}
+	f, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
+	return f, err == nil
 }
 
 // free returns the bytes of the free-form value that starts at d.i. It only finds where the

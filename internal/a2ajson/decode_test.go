@@ -208,10 +208,55 @@ var handWritten = []struct {
 	{`{"metadata":{"x":[1,2,{"y":"}"}]}}`, true},
 	{`{"metadata":[]}`, false},
 	{`{"metadata":{}}`, true},
+	{`{"metadata":{"n":-0.5e+3,"z":0,"e":1E2,"t":true,"f":false,"u":null,"s":"a\u00e9","a":[[],{}],"o":{"k":[1,"x"]}}}`, true},
+	{`{"metadata":{"big":1e400}}`, false},
+	{`{"metadata":{"n":01}}`, false},
+	{`{"metadata":{"n":1.}}`, false},
+	{`{"metadata":{"n":.5}}`, false},
+	{`{"metadata":{"n":-}}`, false},
+	{`{"metadata":{"n":1e}}`, false},
+	{`{"metadata":{"n":+1}}`, false},
+	{`{"metadata":{"t":tru}}`, false},
+	{`{"metadata":{"a":[1,]}}`, false},
+	{`{"metadata":{"a":1,}}`, false},
+	{"{\"metadata\":{\"s\":\"\xff\"}}", true},
+	{`{"metadata":{"deep":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}}`, true},
 	{`null`, false},
 	{``, false},
 	{`{`, false},
 	{`[]`, false},
+}
+
+// TestMetaByHand checks that metadata is read by hand (freeObject) where it can be, the same as
+// json.Unmarshal reads it, and handed to json.Unmarshal where not.
+func TestMetaByHand(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		json   string
+		byHand bool
+	}{
+		{`{}`, true},
+		{`{"seq":3,"tenant":"","a":{"b":[1,2.5,-3e-2,"c",null,true,false]}}`, true},
+		{`{"a":1,"a":"last"}`, true},
+		{`{"k\u00e9\n":"v\ud83d\ude00"}`, true},
+		{` { "a" : [ 1 , { } ] } `, true},
+		{`{"deep":` + strings.Repeat(`[`, maxHandDepth) + strings.Repeat(`]`, maxHandDepth) + `}`, false},
+		{`{"big":1e400}`, false},
+		{"{\"s\":\"\xff\"}", false},
+	} {
+		d := decoder{b: []byte(c.json)}
+		_, byHand := d.freeObject(0)
+		if byHand != c.byHand {
+			t.Errorf("freeObject(%s) ok = %v, want %v", c.json, byHand, c.byHand)
+		}
+		d = decoder{b: []byte(c.json)}
+		got, ok := d.meta()
+		var want map[string]any
+		err := json.Unmarshal([]byte(c.json), &want)
+		if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("meta(%s) = %#v, %v; json.Unmarshal: %#v, %v", c.json, got, ok, want, err)
+		}
+	}
 }
 
 func TestDecodeHandWritten(t *testing.T) {
