@@ -20,10 +20,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,6 +249,52 @@ func BenchmarkCapnwebServerSend(b *testing.B) {
 				}
 				if !bytes.Contains(m, []byte(`TASK_STATE_COMPLETED`)) {
 					b.Fatalf("answer %s", m)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCapnwebDependent is the harness's dependent sequence (bench/a2a dep/*) in one
+// process, over a real WebSocket on loopback, against the engine's echo agent: 1call is one
+// awaited sendMessage; 3call is sendMessage → getTask(its task's id) → getTask(that task's
+// id), pipelined, one await. Their ratio is what the harness's target bounds (≤ 1.5×), with
+// less noise than two processes give.
+func BenchmarkCapnwebDependent(b *testing.B) {
+	h, _ := newEngineHandler(b)
+	srv := httptest.NewServer(NewHTTPHandler(h, testCard(), nil))
+	b.Cleanup(srv.Close)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultCapnwebPath
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("%dcall", n), func(b *testing.B) {
+			s, err := capnweb.Dial(b.Context(), url, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			main, ctx := s.Main(), b.Context()
+			b.ReportAllocs()
+			for b.Loop() {
+				if n == 1 {
+					if err := sendAndCheck(ctx, main); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				sent := main.Call("sendMessage", userMessageWire("hello"))
+				id := sent.Get("task", "id")
+				got := main.Call("getTask", map[string]any{"id": id})
+				gid := got.Get("id")
+				again := main.Call("getTask", map[string]any{"id": gid})
+				v, err := again.Await(ctx)
+				for _, p := range []*capnweb.Promise{again, gid, got, id, sent} {
+					p.Release()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st := v.(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
+					b.Fatalf("state %v", st)
 				}
 			}
 		})

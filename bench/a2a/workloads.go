@@ -191,26 +191,19 @@ func (r *runner) runWorkload(ctx context.Context, w string) {
 				})
 		}
 	case "pipeline":
-		r.compare(ctx, "dep/1call", "raw", r.contenders(sendColumns...), 1, false,
-			func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
+		// Measured in the same alternating rounds: their ratio is a target, and two
+		// measurements taken minutes apart on this shared machine differ by more than it asks.
+		send := r.contenders(sendColumns...)
+		r.compareAll(ctx, []workload{
+			{"dep/1call", "raw", send, 1, false, func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
 				if c.via != viaJSONRPC {
 					return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc { return capnwebSendOp(main, "task") })
 				}
 				return sendOp(hc, c.srv.url, "task"), nil, nil
-			})
-		for _, pipelined := range []bool{true, false} {
-			key, columns := "dep/3call", sendColumns
-			if !pipelined {
-				key, columns = "dep/3call-awaited", []string{"capnweb"}
-			}
-			r.compare(ctx, key, "raw", r.contenders(columns...), 1, false,
-				func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
-					if c.via != viaJSONRPC {
-						return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc { return capnwebDepOp(main, pipelined) })
-					}
-					return depOp(hc, c.srv.url), nil, nil
-				})
-		}
+			}},
+			{"dep/3call", "raw", send, 1, false, depSetup(true)},
+			{"dep/3call-awaited", "raw", r.contenders("capnweb"), 1, false, depSetup(false)},
+		})
 	case "client":
 		r.compare(ctx, "a2aclient-task/c16", "a2aclient", r.contenders(jsonrpcColumns...), 16, false, clientSetup)
 	}
@@ -220,15 +213,39 @@ func (r *runner) runWorkload(ctx context.Context, w string) {
 // function to loop and an optional cleanup.
 type setupFunc func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error)
 
-// compare measures one workload on several contenders. Each gets a fresh HTTP client, a check
-// of its answers and its warm-up first; then the measured time is split into rounds that
-// alternate between them (the starting one rotates), so that a burst of background load on this
-// shared machine hits all of them alike. client names the JSON-RPC client in the results.
-func (r *runner) compare(ctx context.Context, key, client string, contenders []*contender, workers int, stream bool, setup setupFunc) {
-	if ctx.Err() != nil || len(contenders) == 0 || !r.cfg.measures(key) {
-		return
+// depSetup is the setup of the dependent sequence: pipelined (one await) or each call awaited.
+func depSetup(pipelined bool) setupFunc {
+	return func(ctx context.Context, c *contender, hc *http.Client) (callFunc, func(), error) {
+		if c.via != viaJSONRPC {
+			return capnwebSetup(ctx, c, func(main *capnweb.Stub) callFunc { return capnwebDepOp(main, pipelined) })
+		}
+		return depOp(hc, c.srv.url), nil, nil
 	}
+}
+
+// workload is one measurement of compareAll: key on each of contenders, with workers calls in
+// flight; client names the JSON-RPC client in the results.
+type workload struct {
+	key        string
+	client     string
+	contenders []*contender
+	workers    int
+	stream     bool
+	setup      setupFunc
+}
+
+// compare measures one workload on several contenders (compareAll).
+func (r *runner) compare(ctx context.Context, key, client string, contenders []*contender, workers int, stream bool, setup setupFunc) {
+	r.compareAll(ctx, []workload{{key, client, contenders, workers, stream, setup}})
+}
+
+// compareAll measures workloads on their contenders. Each pair gets a fresh HTTP client, a
+// check of its answers and its warm-up first; then the measured time is split into rounds
+// that alternate between all the pairs (the starting one rotates), so that a burst of
+// background load on this shared machine hits all of them alike.
+func (r *runner) compareAll(ctx context.Context, ws []workload) {
 	type entry struct {
+		w    *workload
 		c    *contender
 		f    callFunc
 		acc  measurement
@@ -236,34 +253,43 @@ func (r *runner) compare(ctx context.Context, key, client string, contenders []*
 	}
 	rounds := r.cfg.rounds
 	var es []*entry
-	for _, c := range contenders {
-		e := &entry{c: c}
-		es = append(es, e)
-		hc := newHTTPClient()
-		defer hc.CloseIdleConnections()
-		if err := c.srv.Alive(); err != nil {
-			e.acc.err, e.done = err, true
+	for i := range ws {
+		w := &ws[i]
+		if ctx.Err() != nil || !r.cfg.measures(w.key) {
 			continue
 		}
-		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := verifyContender(vctx, c, hc)
-		cancel()
-		if err != nil {
-			e.acc.err, e.done = fmt.Errorf("check: %w", err), true
-			continue
+		for _, c := range w.contenders {
+			e := &entry{w: w, c: c}
+			es = append(es, e)
+			hc := newHTTPClient()
+			defer hc.CloseIdleConnections()
+			if err := c.srv.Alive(); err != nil {
+				e.acc.err, e.done = err, true
+				continue
+			}
+			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := verifyContender(vctx, c, hc)
+			cancel()
+			if err != nil {
+				e.acc.err, e.done = fmt.Errorf("check: %w", err), true
+				continue
+			}
+			f, cleanup, err := w.setup(ctx, c, hc)
+			if err != nil {
+				e.acc.err, e.done = err, true
+				continue
+			}
+			if cleanup != nil {
+				defer cleanup()
+			}
+			e.f = f
+			if m := loop(ctx, w.workers, r.cfg.warm, r.cfg.maxCalls, f); m.err != nil {
+				e.acc.err, e.done = fmt.Errorf("warm-up: %w", m.err), true
+			}
 		}
-		f, cleanup, err := setup(ctx, c, hc)
-		if err != nil {
-			e.acc.err, e.done = err, true
-			continue
-		}
-		if cleanup != nil {
-			defer cleanup()
-		}
-		e.f = f
-		if w := loop(ctx, workers, r.cfg.warm, r.cfg.maxCalls, f); w.err != nil {
-			e.acc.err, e.done = fmt.Errorf("warm-up: %w", w.err), true
-		}
+	}
+	if len(es) == 0 {
+		return
 	}
 	harness.Rounds(rounds, len(es), func(i int) {
 		e := es[i]
@@ -273,7 +299,7 @@ func (r *runner) compare(ctx context.Context, key, client string, contenders []*
 		var m measurement
 		e.acc.client.Add(harness.UsageDuring(os.Getpid(), func() {
 			e.acc.server.Add(harness.UsageDuring(e.c.srv.PID, func() {
-				m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), r.cfg.maxCalls/rounds, e.f)
+				m = loop(ctx, e.w.workers, r.cfg.dur/time.Duration(rounds), r.cfg.maxCalls/rounds, e.f)
 			}))
 		}))
 		e.acc.calls += m.calls
@@ -289,8 +315,8 @@ func (r *runner) compare(ctx context.Context, key, client string, contenders []*
 		slices.Sort(e.acc.lat)
 		slices.Sort(e.acc.ttfe)
 		rss, _ := harness.RSS(e.c.srv.PID)
-		res := Result{Workload: key, Server: e.c.name, Client: e.c.clientName(client), RSSMiB: float64(rss) / (1 << 20)}
-		fill(&res, e.acc, stream)
+		res := Result{Workload: e.w.key, Server: e.c.name, Client: e.c.clientName(e.w.client), RSSMiB: float64(rss) / (1 << 20)}
+		fill(&res, e.acc, e.w.stream)
 		r.add(res)
 	}
 }
