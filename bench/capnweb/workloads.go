@@ -183,39 +183,60 @@ var us = harness.Micros
 // setupFunc prepares a workload against one server: the function to loop and a cleanup.
 type setupFunc func(ctx context.Context, s *server) (callFunc, func(), error)
 
-// compare measures one workload on several servers. Each server gets its connection and its
-// warm-up first; then the measured time is split into rounds that alternate between the servers
-// (the starting server rotates), so that a burst of background load on this shared machine hits
-// all of them alike. perIter is the RPC calls per iteration, payload the bytes echoed per call.
+// workload is one measurement of compareAll: key on each of servers, with workers calls in
+// flight; perIter is the RPC calls per iteration, payload the bytes echoed per call.
+type workload struct {
+	key     string
+	servers []*server
+	workers int
+	perIter int
+	payload int
+	note    string
+	setup   setupFunc
+}
+
+// compare measures one workload on several servers (compareAll).
 func (r *runner) compare(ctx context.Context, key string, servers []*server, workers, perIter, payload int, note string, setup setupFunc) {
-	if ctx.Err() != nil || len(servers) == 0 {
+	r.compareAll(ctx, []workload{{key, servers, workers, perIter, payload, note, setup}})
+}
+
+// compareAll measures workloads on their servers. Each pair gets its connection and its
+// warm-up first; then the measured time is split into rounds that alternate between all the
+// pairs (the starting one rotates), so that a burst of background load on this shared machine
+// hits all of them alike.
+func (r *runner) compareAll(ctx context.Context, ws []workload) {
+	if ctx.Err() != nil {
 		return
 	}
 	type contender struct {
-		s       *server
-		f       callFunc
-		cleanup func()
-		acc     measurement
-		done    bool // failed: out of the remaining rounds
-	}
-	maxCalls := r.cfg.maxCalls
-	if payload >= 64<<10 {
-		maxCalls = min(maxCalls, (4<<30)/payload) // at most 4 GB per measurement
+		w        *workload
+		s        *server
+		f        callFunc
+		acc      measurement
+		maxCalls int
+		done     bool // failed: out of the remaining rounds
 	}
 	rounds := r.cfg.rounds
 	var cs []*contender
-	for _, s := range servers {
-		c := &contender{s: s}
-		cs = append(cs, c)
-		f, cleanup, err := setup(ctx, s)
-		if err != nil {
-			c.acc.err, c.done = err, true
-			continue
+	for i := range ws {
+		w := &ws[i]
+		maxCalls := r.cfg.maxCalls
+		if w.payload >= 64<<10 {
+			maxCalls = min(maxCalls, (4<<30)/w.payload) // at most 4 GB per measurement
 		}
-		c.f, c.cleanup = f, cleanup
-		defer cleanup()
-		if w := loop(ctx, workers, r.cfg.warm, maxCalls, f); w.err != nil {
-			c.acc.err, c.done = fmt.Errorf("warm-up: %w", w.err), true
+		for _, s := range w.servers {
+			c := &contender{w: w, s: s, maxCalls: maxCalls}
+			cs = append(cs, c)
+			f, cleanup, err := w.setup(ctx, s)
+			if err != nil {
+				c.acc.err, c.done = err, true
+				continue
+			}
+			c.f = f
+			defer cleanup()
+			if m := loop(ctx, w.workers, r.cfg.warm, maxCalls, f); m.err != nil {
+				c.acc.err, c.done = fmt.Errorf("warm-up: %w", m.err), true
+			}
 		}
 	}
 	harness.Rounds(rounds, len(cs), func(i int) {
@@ -226,7 +247,7 @@ func (r *runner) compare(ctx context.Context, key string, servers []*server, wor
 		var m measurement
 		c.acc.client.Add(harness.UsageDuring(os.Getpid(), func() {
 			c.acc.server.Add(harness.UsageDuring(c.s.PID, func() {
-				m = loop(ctx, workers, r.cfg.dur/time.Duration(rounds), maxCalls/rounds, c.f)
+				m = loop(ctx, c.w.workers, r.cfg.dur/time.Duration(rounds), c.maxCalls/rounds, c.f)
 			}))
 		}))
 		c.acc.calls += m.calls
@@ -238,8 +259,8 @@ func (r *runner) compare(ctx context.Context, key string, servers []*server, wor
 	})
 	for _, c := range cs {
 		slices.Sort(c.acc.lat)
-		res := Result{Workload: key, Server: c.s.Name, Note: note}
-		fill(&res, c.acc, perIter, payload)
+		res := Result{Workload: c.w.key, Server: c.s.Name, Note: c.w.note}
+		fill(&res, c.acc, c.w.perIter, c.w.payload)
 		r.add(res)
 	}
 }
@@ -370,6 +391,9 @@ func (r *runner) chains(ctx context.Context, servers []*server) {
 	one := func(ctx context.Context, main *capnweb.Stub) error {
 		return call(ctx, main, "add", func(v any) bool { return v == 3.0 }, 1, 2)
 	}
+	// Measured in the same alternating rounds: the chain target divides one by another, and
+	// measured seconds apart on this shared machine one round trip alone varied by 1.7x.
+	var ws []workload
 	for _, x := range []struct {
 		key     string
 		f       func(context.Context, *capnweb.Stub) error
@@ -380,15 +404,16 @@ func (r *runner) chains(ctx context.Context, servers []*server) {
 		{"chain/sequential10", seqChain, chainLen},
 		{"chain/pipelined3-auth", authChain, 3},
 	} {
-		r.compare(ctx, x.key, servers, 1, x.perIter, 0, "latency per chain", func(ctx context.Context, s *server) (callFunc, func(), error) {
+		ws = append(ws, workload{x.key, servers, 1, x.perIter, 0, "latency per chain", func(ctx context.Context, s *server) (callFunc, func(), error) {
 			c, err := dialCapnweb(ctx, s.wsURL)
 			if err != nil {
 				return nil, nil, err
 			}
 			cs := &chainSession{ctx: ctx, url: s.wsURL, cur: c}
 			return func(ctx context.Context) error { return x.f(ctx, cs.main()) }, cs.close, nil
-		})
+		}})
 	}
+	r.compareAll(ctx, ws)
 }
 
 // ---- HTTP batch ----
