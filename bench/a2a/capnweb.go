@@ -22,7 +22,9 @@ import (
 func dialCapnweb(ctx context.Context, url string) (*capnweb.Session, error) {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return capnweb.Dial(dctx, url, nil, &capnweb.DialOptions{Header: http.Header{"A2A-Version": {"1.0"}}})
+	// No polling for answers (ReadSpin), as bench/capnweb's load client: a polling thread takes
+	// one of the two cores the server under test needs.
+	return capnweb.Dial(dctx, url, nil, &capnweb.DialOptions{Header: http.Header{"A2A-Version": {"1.0"}}, ReadSpin: -1})
 }
 
 // capnwebSetup dials one session for the measurement and returns op's call function on its main
