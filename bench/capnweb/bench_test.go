@@ -517,3 +517,26 @@ func BenchmarkServerBatch100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClientChain: the client's side of chain/pipelined10 (ten add calls, each taking the
+// previous one's promise, one await, ten releases), answered at once by the transport.
+func BenchmarkClientChain(b *testing.B) {
+	main, ctx := answeredClient(b).Main(), b.Context()
+	ps := make([]*capnweb.Promise, 0, chainLen)
+	b.ReportAllocs()
+	for b.Loop() {
+		ps = ps[:0]
+		var prev any = 0.0
+		for range chainLen {
+			p := main.Call("add", prev, 1)
+			ps = append(ps, p)
+			prev = p
+		}
+		if _, err := ps[chainLen-1].Await(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range ps {
+			p.Release()
+		}
+	}
+}
