@@ -533,36 +533,10 @@ func keyword(b []byte) (any, bool) {
 
 func (r *jsonReader) number() (any, error) {
 	start := r.pos
-	if r.data[r.pos] == '-' {
-		r.pos++
-	}
-	digits := func() int {
-		n := 0
-		for r.pos < len(r.data) && r.data[r.pos] >= '0' && r.data[r.pos] <= '9' {
-			r.pos++
-			n++
-		}
-		return n
-	}
-	if r.pos < len(r.data) && r.data[r.pos] == '0' {
-		r.pos++
-	} else if digits() == 0 {
+	end, ok := jsonstr.NumberEnd(r.data, r.pos)
+	r.pos = end
+	if !ok {
 		return nil, r.errorf("invalid number")
-	}
-	if r.pos < len(r.data) && r.data[r.pos] == '.' {
-		r.pos++
-		if digits() == 0 {
-			return nil, r.errorf("invalid number")
-		}
-	}
-	if r.pos < len(r.data) && (r.data[r.pos] == 'e' || r.data[r.pos] == 'E') {
-		r.pos++
-		if r.pos < len(r.data) && (r.data[r.pos] == '+' || r.data[r.pos] == '-') {
-			r.pos++
-		}
-		if digits() == 0 {
-			return nil, r.errorf("invalid number")
-		}
 	}
 	if v, n := smallInt(r.data[start:r.pos]); n == r.pos-start {
 		// A plain integer of at most 15 digits is exact in a float64: no need for ParseFloat.

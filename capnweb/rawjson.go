@@ -301,40 +301,12 @@ func (t *rawTranscoder) literal(word string) error {
 
 // number reads a number as JSON writes it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
 func (t *rawTranscoder) number() error {
-	if t.in[t.i] == '-' {
-		t.i++
-	}
-	switch {
-	case t.i < len(t.in) && t.in[t.i] == '0':
-		t.i++
-	case !t.digits():
+	end, ok := jsonstr.NumberEnd(t.in, t.i)
+	t.i = end
+	if !ok {
 		return t.errorf("bad number")
 	}
-	if t.i < len(t.in) && t.in[t.i] == '.' {
-		t.i++
-		if !t.digits() {
-			return t.errorf("bad number")
-		}
-	}
-	if t.i < len(t.in) && (t.in[t.i] == 'e' || t.in[t.i] == 'E') {
-		t.i++
-		if t.i < len(t.in) && (t.in[t.i] == '+' || t.in[t.i] == '-') {
-			t.i++
-		}
-		if !t.digits() {
-			return t.errorf("bad number")
-		}
-	}
 	return nil
-}
-
-// digits skips one or more digits; false if there is none.
-func (t *rawTranscoder) digits() bool {
-	start := t.i
-	for t.i < len(t.in) && isDigit(t.in[t.i]) {
-		t.i++
-	}
-	return t.i > start
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -390,38 +390,12 @@ func (d *decoder) literal(lit string) bool {
 
 // number reads a JSON number as json.Unmarshal does into an any: a float64.
 func (d *decoder) number() (any, bool) {
-	start := d.i
-	digits := func() bool {
-		n := d.i
-		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-			d.i++
-		}
-		return d.i > n
-	}
-	if d.i < len(d.b) && d.b[d.i] == '-' {
-		d.i++
-	}
-	if d.i < len(d.b) && d.b[d.i] == '0' {
-		d.i++
-	} else if !digits() {
+	end, ok := jsonstr.NumberEnd(d.b, d.i)
+	if !ok {
 		return nil, false
 	}
-	if d.i < len(d.b) && d.b[d.i] == '.' {
-		d.i++
-		if !digits() {
-			return nil, false
-		}
-	}
-	if d.i < len(d.b) && d.b[d.i]|0x20 == 'e' {
-		d.i++
-		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
-			d.i++
-		}
-		if !digits() {
-			return nil, false
-		}
-	}
-	f, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
+	f, err := strconv.ParseFloat(string(d.b[d.i:end]), 64)
+	d.i = end
 	return f, err == nil
 }
 
@@ -617,11 +591,7 @@ func (d *decoder) unescape(start int) ([]byte, bool) {
 // null reads null if it is next.
 func (d *decoder) null() bool {
 	d.ws()
-	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
-		d.i += 4
-		return true
-	}
-	return false
+	return d.literal("null")
 }
 
 // consume reads c if it is next.

@@ -105,3 +105,21 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+func TestNumberEnd(t *testing.T) {
+	for _, c := range []struct {
+		in  string
+		end int
+		ok  bool
+	}{
+		{"0", 1, true}, {"-0", 2, true}, {"12", 2, true}, {"01", 1, true}, {"1.5e+3,", 6, true},
+		{"-12.25E-2]", 9, true}, {"3e9x", 3, true},
+		{"", 0, false}, {"-", 1, false}, {"+1", 0, false}, {".5", 0, false}, {"1.", 2, false},
+		{"1e", 2, false}, {"1e+", 3, false}, {"-a", 1, false},
+	} {
+		end, ok := NumberEnd([]byte(c.in), 0)
+		if ok != c.ok || ok && end != c.end {
+			t.Errorf("NumberEnd(%q) = %d, %v; want %d, %v", c.in, end, ok, c.end, c.ok)
+		}
+	}
+}
