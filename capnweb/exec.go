@@ -9,7 +9,8 @@ package capnweb
 // after each message it runs the calls the message made ready (runQueued), the way an event loop
 // does, so a call costs no hand-off between goroutines. A call that became ready elsewhere (a
 // promise argument settled, say) starts an executor goroutine, which exits when the queue is
-// empty.
+// empty. Like the read loop, an executor holds a pass while it runs: the answers it makes leave
+// in its own write, not by way of the write loop.
 //
 // A call that blocks does not hold up the rest: when it waits on RPC (awaits a promise, reads or
 // writes a stream), says it is about to block (Blocking) or runs longer than handoffAfter, the
@@ -43,9 +44,11 @@ type execRun struct {
 	s     *Session
 	owner atomic.Bool
 	// reader: the goroutine is the read loop, in a pass; a hand-off ends the pass and moves
-	// the read loop on. ownPass: the goroutine holds a pass of its own (a finisher, see
-	// runReadyLocked), which a hand-off, or the queue running dry, ends. Both under s.mu.
+	// the read loop on. ownPass: the goroutine holds a pass of its own (an executor or a
+	// finisher, see runReadyLocked), which a hand-off, or the queue running dry, ends; ran
+	// counts the calls run in it. All under s.mu.
 	reader, ownPass bool
+	ran             int
 
 	// For the watchdog (Session.watch): calls counts call starts and ends (odd: a call is
 	// running).
@@ -215,7 +218,11 @@ type readerClaim struct {
 
 func (s *Session) executor() {
 	defer s.wg.Done()
-	r := &execRun{s: s}
+	// The executor holds a pass, as a finisher does (runReadyLocked): the answers its calls
+	// make leave with one write, its own, when the queue runs dry, not by way of the write
+	// loop, one more thread to wake.
+	r := &execRun{s: s, ownPass: true}
+	s.passes.Add(1)
 	s.mu.Lock()
 	s.runReadyLocked(r, context.WithValue(s.ctx, execRunKey{}, r))
 }
@@ -285,6 +292,16 @@ func (s *Session) runReadyLocked(r *execRun, ctx context.Context) bool {
 		t.p.resolve(resultHook(v, err, s))
 		s.mu.Lock()
 		if !finisher {
+			if r.ownPass {
+				if r.ran++; r.ran >= maxPass {
+					// A long run sends what it has answered so far, as a read loop's pass does.
+					r.ran = 0
+					s.mu.Unlock()
+					s.endPass()
+					s.passes.Add(1)
+					s.mu.Lock()
+				}
+			}
 			continue
 		}
 		if s.execActive || len(s.execQ) == 0 || s.err != nil {
