@@ -727,24 +727,9 @@ func (s *Session) handle(raw []byte) error {
 		return s.releaseExport(id, int(refs))
 	}
 	b := s.busyState()
-	if fid, path, args, ok := readPushedCall(raw, b.strs); ok {
-		// The commonest push, a call with scalar arguments, read without a tree: what
-		// evaluating ["pipeline", fid, path, args] does, without the pending value.
-		id, err := s.reservePush()
-		if err != nil {
-			return err
-		}
-		h, err := s.getExport(fid)
-		if err != nil {
-			return err
-		}
-		ev := evaluator{im: s, lim: &s.limits}
-		r, err := ev.call(h, path, args, args)
-		if err != nil {
-			return err
-		}
-		s.exportPushed(id, r, false)
-		return nil
+	var pc pushedCall
+	if readPushedCall(raw, b.strs, &pc) {
+		return s.pushCall(&pc)
 	}
 	var top [4]any // the message's elements: every message has fewer
 	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top, s)
@@ -865,6 +850,52 @@ func (s *Session) handle(raw []byte) error {
 		return nil
 	}
 	return s.badMessage(raw)
+}
+
+// pushCall handles a push message of the commonest shape (readPushedCall), read without a tree:
+// what evaluating ["pipeline", id, path, args] does, without the pending value. An argument that
+// is an earlier call's promise, settled to a scalar already (as in a chain of calls, each run as
+// it arrived), is replaced by its value here, as the evaluator would, without building the
+// ["pipeline", ID] array first.
+func (s *Session) pushCall(pc *pushedCall) error {
+	id, err := s.reservePush()
+	if err != nil {
+		return err
+	}
+	h, err := s.getExport(pc.id)
+	if err != nil {
+		return err
+	}
+	for i := range pc.na {
+		if pc.refs&(1<<i) == 0 {
+			continue
+		}
+		ref, err := s.getExport(float64(pc.pipes[i]))
+		if err != nil {
+			return err
+		}
+		if v, ok := settledPlain(ref); ok && isScalar(v) {
+			pc.vals[i] = v
+			pc.refs &^= 1 << i
+		}
+	}
+	path, args := pc.tree()
+	ev := evaluator{im: s, lim: &s.limits}
+	r, err := ev.call(h, path, args, args)
+	if err != nil {
+		return err
+	}
+	s.exportPushed(id, r, false)
+	return nil
+}
+
+// isScalar reports whether v is a JSON scalar, which evaluating leaves as it is.
+func isScalar(v any) bool {
+	switch v.(type) {
+	case nil, float64, string, bool:
+		return true
+	}
+	return false
 }
 
 // reservePush takes the export ID of the next push or stream message.

@@ -322,97 +322,117 @@ func parseMessage(data []byte, maxDepth int, stack []any, strs map[string]any, d
 	return n, stack, nil
 }
 
+// pushedCall is a push message of the commonest shape, as readPushedCall reads it: a call on
+// the export id, whose path is names[:np] and whose arguments are vals[:na], where an argument
+// whose bit is set in refs is an earlier call's promise, ["pipeline",pipes[i]], and its vals
+// entry is nil. Kept on the caller's stack, it costs no allocation.
+type pushedCall struct {
+	id     float64
+	np, na int
+	refs   uint8
+	names  [8]any
+	vals   [8]any
+	pipes  [8]int64
+}
+
+// tree returns the call's path and arguments as the generic reader builds them, promises as
+// ["pipeline",ID] arrays, in one allocation.
+func (c *pushedCall) tree() (path, args []any) {
+	buf := make([]any, c.np+c.na)
+	copy(buf, c.names[:c.np])
+	copy(buf[c.np:], c.vals[:c.na])
+	for i := range c.na {
+		if c.refs&(1<<i) != 0 {
+			buf[c.np+i] = []any{"pipeline", float64(c.pipes[i])}
+		}
+	}
+	return buf[:c.np:c.np], buf[c.np:]
+}
+
 // readPushedCall reads a push message of the commonest shape, a call on an export whose path
 // is short strings and whose arguments are scalars or earlier calls' promises
 // (["pipeline",ID]), written without spaces —
 //
 //	["push",["pipeline",ID,["NAME",...],[ARG,...]]]
 //
-// — without building a tree for the message, and without asking which arguments are wanted as
-// JSON (only plain arrays and objects can be). Strings are those shortString takes. It reports false
-// for anything else, valid or not, which the generic reader then reads, or refuses; whatever it
-// reads, the generic reader reads the same (FuzzReadPushedCall).
-func readPushedCall(raw []byte, strs map[string]any) (id float64, path, args []any, ok bool) {
+// — into c, without building a tree for the message, and without asking which arguments are
+// wanted as JSON (only plain arrays and objects can be). Strings are those shortString takes. It
+// reports false for anything else, valid or not, which the generic reader then reads, or
+// refuses; whatever it reads, the generic reader reads the same (FuzzReadPushedCall).
+func readPushedCall(raw []byte, strs map[string]any, c *pushedCall) bool {
 	const prefix = `["push",["pipeline",`
 	if !bytes.HasPrefix(raw, []byte(prefix)) {
-		return 0, nil, nil, false
+		return false
 	}
 	n, k := smallInt(raw[len(prefix):])
 	if k == 0 {
-		return 0, nil, nil, false
+		return false
 	}
 	r := jsonReader{data: raw, pos: len(prefix) + k, strs: strs}
-	var names, vals [8]any
-	np, na := 0, 0
+	c.id, c.np, c.na, c.refs = float64(n), 0, 0, 0
 	if !r.next(',') || !r.next('[') {
-		return 0, nil, nil, false
+		return false
 	}
 	for {
-		if np == len(names) || r.pos >= len(raw) || raw[r.pos] != '"' {
-			return 0, nil, nil, false
+		if c.np == len(c.names) || r.pos >= len(raw) || raw[r.pos] != '"' {
+			return false
 		}
 		v, ok := r.shortString()
 		if !ok {
-			return 0, nil, nil, false
+			return false
 		}
-		names[np], np = v, np+1
+		c.names[c.np], c.np = v, c.np+1
 		if r.next(']') {
 			break
 		}
 		if !r.next(',') {
-			return 0, nil, nil, false
+			return false
 		}
 	}
 	if !r.next(',') || !r.next('[') {
-		return 0, nil, nil, false
+		return false
 	}
 	for !r.next(']') {
-		if na > 0 && !r.next(',') || na == len(vals) || r.pos >= len(raw) {
-			return 0, nil, nil, false
+		if c.na > 0 && !r.next(',') || c.na == len(c.vals) || r.pos >= len(raw) {
+			return false
 		}
 		var v any
 		var err error
-		switch c := raw[r.pos]; {
-		case c == '"':
-			if v, ok = r.shortString(); !ok {
-				return 0, nil, nil, false
-			}
-		case c == '-' || c >= '0' && c <= '9':
+		ok := true
+		switch ch := raw[r.pos]; {
+		case ch == '"':
+			v, ok = r.shortString()
+		case ch == '-' || ch >= '0' && ch <= '9':
 			v, err = r.number()
-		case c == 't':
+		case ch == 't':
 			v, err = true, r.literal("true")
-		case c == 'f':
+		case ch == 'f':
 			v, err = false, r.literal("false")
-		case c == 'n':
+		case ch == 'n':
 			v, err = nil, r.literal("null")
-		case c == '[':
+		case ch == '[':
 			// The promise of an earlier call, as a chain of dependent calls passes it.
 			const ref = `["pipeline",`
 			rest := raw[r.pos:]
 			if !bytes.HasPrefix(rest, []byte(ref)) {
-				return 0, nil, nil, false
+				return false
 			}
 			m, k := smallInt(rest[len(ref):])
 			if k == 0 || len(rest) <= len(ref)+k || rest[len(ref)+k] != ']' {
-				return 0, nil, nil, false
+				return false
 			}
-			v = []any{"pipeline", float64(m)}
+			c.refs |= 1 << c.na
+			c.pipes[c.na] = m
 			r.pos += len(ref) + k + 1
 		default:
-			return 0, nil, nil, false
+			return false
 		}
-		if err != nil {
-			return 0, nil, nil, false
+		if !ok || err != nil {
+			return false
 		}
-		vals[na], na = v, na+1
+		c.vals[c.na], c.na = v, c.na+1
 	}
-	if string(raw[r.pos:]) != "]]" {
-		return 0, nil, nil, false
-	}
-	path, args = make([]any, np), make([]any, na)
-	copy(path, names[:np])
-	copy(args, vals[:na])
-	return float64(n), path, args, true
+	return string(raw[r.pos:]) == "]]"
 }
 
 // next reads c if it comes next.

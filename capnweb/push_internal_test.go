@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pushCases are push messages: the fast reader (readPushedCall) reads those marked fast, and
@@ -75,10 +76,12 @@ func genericPushedCall(msg []byte) (id float64, path, args []any, ok bool) {
 // checkPushedCall fails when the fast reader reads msg and the generic one reads it otherwise.
 func checkPushedCall(t *testing.T, msg []byte) bool {
 	t.Helper()
-	id, path, args, ok := readPushedCall(msg, map[string]any{})
-	if !ok {
+	var pc pushedCall
+	if !readPushedCall(msg, map[string]any{}, &pc) {
 		return false
 	}
+	id := pc.id
+	path, args := pc.tree()
 	gid, gpath, gargs, gok := genericPushedCall(msg)
 	if !gok || id != gid || !reflect.DeepEqual(path, gpath) || !reflect.DeepEqual(args, gargs) {
 		t.Fatalf("%s: fast reader read %v %v %v; the generic one %v %v %v (ok %v)", msg, id, path, args, gid, gpath, gargs, gok)
@@ -97,10 +100,11 @@ func TestReadPushedCall(t *testing.T) {
 	for i := range maxInterned {
 		full[strings.Repeat("k", i+1)] = strings.Repeat("k", i+1)
 	}
-	if _, _, _, ok := readPushedCall([]byte(`["push",["pipeline",0,["unseen"],[1]]]`), full); ok {
+	var pc pushedCall
+	if readPushedCall([]byte(`["push",["pipeline",0,["unseen"],[1]]]`), full, &pc) {
 		t.Error("read a method name a full string table does not hold")
 	}
-	if _, _, _, ok := readPushedCall([]byte(`["push",["pipeline",0,["kk"],["kkk"]]]`), full); !ok {
+	if !readPushedCall([]byte(`["push",["pipeline",0,["kk"],["kkk"]]]`), full, &pc) {
 		t.Error("declined names the string table holds")
 	}
 }
@@ -111,4 +115,53 @@ func FuzzReadPushedCall(f *testing.F) {
 		f.Add([]byte(c.msg))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) { checkPushedCall(t, msg) })
+}
+
+type chainAPI struct{ Target }
+
+func (*chainAPI) Add(a, b float64) float64             { return a + b }
+func (*chainAPI) Obj() map[string]any                  { return map[string]any{"a": []any{1.0, "x"}} }
+func (*chainAPI) Same(v map[string]any) map[string]any { return v }
+
+// A pushed call whose argument is an earlier call's promise (["pipeline",ID]), read by the fast
+// reader: a promise settled to a scalar is passed as its value, one settled to anything else
+// goes the evaluator's way, and an unknown ID aborts the session as the evaluator would.
+func TestPushedCallPipelinedArgs(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		msgs []string
+		want string // the answer to the last pull, or the abort
+	}{
+		{"scalar", []string{
+			`["push",["pipeline",0,["add"],[1,1]]]`,
+			`["push",["pipeline",0,["add"],[["pipeline",1],1]]]`,
+			`["push",["pipeline",0,["add"],[["pipeline",2],["pipeline",1]]]]`,
+			`["pull",3]`,
+		}, `["resolve",3,5]`},
+		{"object", []string{
+			`["push",["pipeline",0,["obj"],[]]]`,
+			`["push",["pipeline",0,["same"],[["pipeline",1]]]]`,
+			`["pull",2]`,
+		}, `["resolve",2,{"a":[[1,"x"]]}]`},
+		{"unknown", []string{
+			`["push",["pipeline",0,["add"],[["pipeline",7],1]]]`,
+		}, `["abort",["error","Error","no such entry on exports table: 7"]]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := newWayTransport()
+			s := NewSession(tr, &chainAPI{}, nil)
+			defer s.Close()
+			for _, m := range c.msgs {
+				tr.in <- []byte(m)
+			}
+			select {
+			case m := <-tr.got: // the only message: the answer to the pull, or the abort
+				if m != c.want {
+					t.Errorf("got %s, want %s", m, c.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no %s", c.want)
+			}
+		})
+	}
 }
