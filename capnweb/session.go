@@ -236,6 +236,10 @@ type importEntry struct {
 	relPending bool // a release waits for inflight to reach zero
 	gone       bool // removed from the table
 	wantJSON   bool // the result is decoded into a json.RawMessage: read it as receivedJSON
+	// first is the entry's first reference (newImportRef), made with it: most imports, the
+	// promises of calls, only ever have the one.
+	first      importHook
+	firstTaken bool
 }
 
 // settled closes done, if the entry has one, once res is set. Caller holds mu.
@@ -1070,6 +1074,11 @@ type importHook struct {
 
 func (s *Session) newImportRef(e *importEntry) *importHook {
 	e.localRefs++
+	if !e.firstTaken {
+		e.firstTaken = true
+		e.first.s, e.first.e = s, e
+		return &e.first
+	}
 	return &importHook{s: s, e: e}
 }
 
@@ -1140,7 +1149,16 @@ func (h *importHook) call(path []any, args *payload) hook {
 	if r := h.resolution(); r != nil {
 		return r.call(path, args.owned())
 	}
-	return h.s.sendCall(h.e, path, args)
+	return h.s.sendCall(h.e, path, "", args)
+}
+
+// callName is call with the path [name], which a call sent to the peer encodes without making
+// it.
+func (h *importHook) callName(name string, args *payload) hook {
+	if r := h.resolution(); r != nil {
+		return r.call([]any{name}, args.owned())
+	}
+	return h.s.sendCall(h.e, nil, name, args)
 }
 
 func (h *importHook) get(path []any) hook {
@@ -1150,7 +1168,7 @@ func (h *importHook) get(path []any) hook {
 	if len(path) == 0 {
 		return h.dup()
 	}
-	return h.s.sendCall(h.e, path, nil)
+	return h.s.sendCall(h.e, path, "", nil)
 }
 
 func (h *importHook) remap(path []any, captures []hook, instrs []any) hook {
@@ -1250,10 +1268,13 @@ func (s *Session) endSendLocked(e *importEntry) {
 	}
 }
 
-// sendCall sends ["push", ["pipeline", id, path, args]] and returns the import for its result.
-// It takes ownership of args.
-func (s *Session) sendCall(e *importEntry, path []any, args *payload) hook {
+// sendCall sends ["push", ["pipeline", id, path, args]] and returns the import for its result;
+// a name that is not "" stands for the path [name]. It takes ownership of args.
+func (s *Session) sendCall(e *importEntry, path []any, name string, args *payload) hook {
 	if r := s.beginSend(e); r != nil {
+		if name != "" {
+			path = []any{name}
+		}
 		return r.call(path, args.owned())
 	}
 	s.sendMu.Lock()
@@ -1261,7 +1282,13 @@ func (s *Session) sendCall(e *importEntry, path []any, args *payload) hook {
 	enc.b = append(enc.b, `["push",["pipeline",`...)
 	enc.b = strconv.AppendInt(enc.b, e.id, 10)
 	enc.b = append(enc.b, ',')
-	enc.path(path)
+	if name != "" {
+		enc.b = append(enc.b, '[')
+		enc.b = appendJSONString(enc.b, name)
+		enc.b = append(enc.b, ']')
+	} else {
+		enc.path(path)
+	}
 	var err error
 	if args != nil {
 		enc.b = append(enc.b, ',')

@@ -120,7 +120,7 @@ func NewStub(v any) *Stub {
 // Call calls the method and returns the promise for its result. Arguments are copied (stubs in
 // them are duplicated): the caller keeps what it passed.
 func (s *Stub) Call(method string, args ...any) *Promise {
-	return callRef(&s.ref, []any{method}, args)
+	return callName(&s.ref, method, args)
 }
 
 // Invoke calls the stub itself, for a stub that is a function.
@@ -160,6 +160,9 @@ func (s *Stub) Await(ctx context.Context) (any, error) {
 
 // Call calls a method on the promised value without waiting for it (pipelining).
 func (p *Promise) Call(method string, args ...any) *Promise {
+	if len(p.path) == 0 {
+		return callName(&p.ref, method, args)
+	}
 	return callRef(&p.ref, append(append([]any(nil), p.path...), method), args)
 }
 
@@ -250,6 +253,19 @@ func callRef(r *ref, path []any, args []any) *Promise {
 		return newPromise(ih.call(path, &payload{v: args, borrowed: true}), nil)
 	}
 	return newPromise(h.call(path, &payload{v: dupValue(args)}), nil)
+}
+
+// callName is callRef with the path [name]: a call on the peer encodes it without making it.
+func callName(r *ref, name string, args []any) *Promise {
+	if h, err := r.hookRef(); err == nil {
+		if ih, ok := h.(*importHook); ok {
+			if args == nil {
+				args = []any{}
+			}
+			return newPromise(ih.callName(name, &payload{v: args, borrowed: true}), nil)
+		}
+	}
+	return callRef(r, []any{name}, args)
 }
 
 func pathPromise(r *ref, base, more []any) *Promise {
