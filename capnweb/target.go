@@ -195,16 +195,16 @@ type boundMethod struct {
 
 // invoke calls fn (a Go func value or a *boundMethod) with wire arguments.
 func invoke(ctx context.Context, fn any, args []any) (any, error) {
-	var mi *methodInfo
-	var f reflect.Value
-	var recv reflect.Value
-	switch x := fn.(type) {
-	case *boundMethod:
-		mi, f, recv = x.m, x.m.fn, x.recv
-	default:
-		f = reflect.ValueOf(fn)
-		mi = funcInfo(f.Type(), false)
+	if x, ok := fn.(*boundMethod); ok {
+		return invokeFunc(ctx, x.m, x.m.fn, x.recv, args)
 	}
+	f := reflect.ValueOf(fn)
+	return invokeFunc(ctx, funcInfo(f.Type(), false), f, reflect.Value{}, args)
+}
+
+// invokeFunc calls f, described by mi, with wire arguments: a method when recv is valid (f
+// then takes the receiver first), else a func value.
+func invokeFunc(ctx context.Context, mi *methodInfo, f, recv reflect.Value, args []any) (any, error) {
 	var inBuf [6]reflect.Value // receiver, context and four arguments, on the stack
 	in := inBuf[:0]
 	if recv.IsValid() {
@@ -372,12 +372,10 @@ func (h *localHook) callAndRelease(path []any, args *payload) hook {
 			name, _ := pathName(path[len(path)-1])
 			switch {
 			case isTarget(recv):
-				mi := targetInfo(recv).methods[name]
-				if mi == nil || mi.property {
-					fn = nil
-				} else {
-					fn = &boundMethod{recv: reflect.ValueOf(recv), m: mi}
+				if mi := targetInfo(recv).methods[name]; mi != nil && !mi.property {
+					return invokeFunc(ctx, mi, mi.fn, reflect.ValueOf(recv), list)
 				}
+				fn = nil
 			default:
 				fn = property(recv, path[len(path)-1])
 			}
