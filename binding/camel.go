@@ -12,6 +12,9 @@ import (
 // "historyLength: 1" into "all history". Values under metadata, and other free-form maps, keep
 // their keys. A body that does not parse is passed through for a2a-go to reject.
 func camelParams(body []byte) []byte {
+	if !mayHaveSnakeKey(body) {
+		return body // the common case, seen without parsing the body twice
+	}
 	var req map[string]json.RawMessage
 	if json.Unmarshal(body, &req) != nil || len(req["params"]) == 0 {
 		return body
@@ -35,6 +38,37 @@ func camelParams(body []byte) []byte {
 		return body
 	}
 	return out
+}
+
+// mayHaveSnakeKey reports whether an object key in the JSON text body may hold an underscore:
+// one that does, or one with an escape, which may spell one. It reads strings as JSON does
+// and nothing else, so it never misses a key camelParams would rewrite; on text that is not
+// JSON it answers anything (camelParams passes such a body through either way).
+func mayHaveSnakeKey(body []byte) bool {
+	for i := 0; i < len(body); i++ {
+		if body[i] != '"' {
+			continue
+		}
+		j, maybe := i+1, false
+		for ; j < len(body) && body[j] != '"'; j++ {
+			switch body[j] {
+			case '\\':
+				maybe = true
+				j++ // the escaped byte, perhaps a quote
+			case '_':
+				maybe = true
+			}
+		}
+		k := j + 1
+		for k < len(body) && (body[k] == ' ' || body[k] == '\t' || body[k] == '\n' || body[k] == '\r') {
+			k++
+		}
+		if maybe && k < len(body) && body[k] == ':' {
+			return true
+		}
+		i = j
+	}
+	return false
 }
 
 // freeForm are fields whose values are maps of user data, not messages.
