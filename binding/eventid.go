@@ -145,6 +145,14 @@ func eventSeq(data []byte, jsonrpc bool) (int64, bool) {
 	if !bytes.Contains(data, []byte(`"`+seqKey+`"`)) {
 		return 0, false // the common case for events of other handlers, without decoding
 	}
+	if seq, found, ok := scanEventSeq(data, jsonrpc); ok {
+		return seq, found // the common case for the engine's events, without decoding
+	}
+	return decodeEventSeq(data, jsonrpc)
+}
+
+// decodeEventSeq is eventSeq by decoding the event.
+func decodeEventSeq(data []byte, jsonrpc bool) (int64, bool) {
 	var ev streamEvent
 	if jsonrpc {
 		var resp struct {
