@@ -137,15 +137,38 @@ func jsonrpcErrorData(event []byte) ([]byte, bool) {
 		if !ok {
 			continue
 		}
-		var resp struct {
-			Error json.RawMessage `json:"error"`
+		data = bytes.TrimSpace(data)
+		isErr, ok := scanJSONRPCError(data)
+		if !ok {
+			var resp struct {
+				Error json.RawMessage `json:"error"`
+			}
+			isErr = json.Unmarshal(data, &resp) == nil && len(resp.Error) > 0 && string(resp.Error) != "null"
 		}
-		if json.Unmarshal(bytes.TrimSpace(data), &resp) == nil && len(resp.Error) > 0 && string(resp.Error) != "null" {
-			return bytes.TrimSpace(data), true
+		if isErr {
+			return data, true
 		}
 		return nil, false
 	}
 	return nil, false
+}
+
+// scanJSONRPCError reports whether data, a JSON-RPC response, is an error response: one with
+// an "error" member that is not null. Every event of a JSON-RPC stream is asked, so it scans
+// the response's members instead of decoding it; ok is false when the decode must answer
+// (jsonScanner).
+func scanJSONRPCError(data []byte) (isErr, ok bool) {
+	s := jsonScanner{b: data}
+	scanned := s.object(func(key []byte) bool {
+		if s.keyIs(key, "error") {
+			isErr = !bytes.HasPrefix(data[s.i:], []byte("null"))
+		}
+		return s.skip()
+	})
+	if !scanned || s.bad {
+		return false, false
+	}
+	return isErr, true
 }
 
 func restErrorData(event []byte) ([]byte, bool) {
