@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/a2awebcap/a2awebcap/internal/backlog"
 	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
@@ -20,19 +21,36 @@ const seqKey = wire.SeqKey
 // a2a-go gives each event a random id instead, which a browser's EventSource would send back
 // as Last-Event-ID on reconnection, where the handler cannot make sense of it.
 //
-// Each event is forwarded as soon as its closing blank line is written, so flushes (one per
-// event and keep-alive comment in a2a-go) reach the client as before; comments pass
-// unchanged. Responses that are not event streams pass through untouched. An event left
-// unfinished when the handler returns is dropped, as SSE clients drop it.
+// Each event is forwarded as soon as its closing blank line is written; comments pass
+// unchanged. a2a-go flushes after each event and keep-alive comment, one write system call
+// each: with a backlog hint (withBacklog), a flush while the stream's producer has the next
+// event in hand already is held, up to maxHeld bytes, so that a burst of events leaves in one
+// write. The first event always goes at once. Responses that are not event streams pass
+// through untouched. An event left unfinished when the handler returns is dropped, as SSE
+// clients drop it.
 type eventIDWriter struct {
 	w http.ResponseWriter
 	// jsonrpc: the events are JSON-RPC responses whose result is the stream event;
 	// otherwise they are the stream event itself (HTTP+JSON).
 	jsonrpc bool
+	// hint, when set, says whether the producer has another event in hand.
+	hint *backlog.Hint
 
 	wroteHeader bool
 	sse         bool   // the response is an event stream
 	buf         []byte // the beginning of an unfinished event
+	flushed     bool   // a flush went through
+	held        int    // bytes written since the last flush that went through
+}
+
+// maxHeld bounds the bytes of events whose flush is held (eventIDWriter).
+const maxHeld = 16 << 10
+
+// withBacklog returns r with a backlog hint in its context, for the engine's event streams to
+// report to, and the hint, for the stream's eventIDWriter to read.
+func withBacklog(r *http.Request) (*http.Request, *backlog.Hint) {
+	h := &backlog.Hint{}
+	return r.WithContext(backlog.With(r.Context(), h)), h
 }
 
 var _ http.Flusher = (*eventIDWriter)(nil)
@@ -57,6 +75,7 @@ func (iw *eventIDWriter) Write(b []byte) (int, error) {
 		return iw.w.Write(b)
 	}
 	iw.buf = append(iw.buf, b...)
+	iw.held += len(b)
 	for {
 		i := bytes.Index(iw.buf, eventEnd)
 		if i < 0 {
@@ -74,6 +93,10 @@ func (iw *eventIDWriter) Flush() {
 	if !iw.wroteHeader {
 		iw.WriteHeader(http.StatusOK)
 	}
+	if iw.sse && iw.flushed && iw.hint != nil && iw.hint.More.Load() && iw.held < maxHeld {
+		return // the next event follows at once: one flush for both
+	}
+	iw.flushed, iw.held = true, 0
 	if f, ok := iw.w.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/internal/backlog"
 )
 
 // streamRequest is a raw HTTP request whose response is an event stream.
@@ -286,5 +288,65 @@ func TestWithEventID(t *testing.T) {
 				t.Errorf("withEventID(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
+	}
+}
+
+// flushRecorder records what reaches the client: the bytes of each flush.
+type flushRecorder struct {
+	h       http.Header
+	pending []byte
+	flushes []string
+}
+
+func (f *flushRecorder) Header() http.Header { return f.h }
+func (f *flushRecorder) WriteHeader(int)     {}
+func (f *flushRecorder) Write(b []byte) (int, error) {
+	f.pending = append(f.pending, b...)
+	return len(b), nil
+}
+func (f *flushRecorder) Flush() {
+	f.flushes = append(f.flushes, string(f.pending))
+	f.pending = nil
+}
+
+// With a backlog hint, an event whose producer has the next one in hand already is not
+// flushed on its own: a burst leaves in one flush, the first event at once, and no more than
+// maxHeld bytes wait.
+func TestEventIDWriterHoldsBursts(t *testing.T) {
+	t.Parallel()
+	rec := &flushRecorder{h: http.Header{"Content-Type": {mediaSSE}}}
+	hint := &backlog.Hint{}
+	iw := &eventIDWriter{w: rec, hint: hint}
+	event := func(seq int, more bool) {
+		hint.More.Store(more)
+		fmt.Fprintf(iw, "data: {\"statusUpdate\":{\"metadata\":{\"a2awebcap.seq\":%d}}}\n\n", seq)
+		iw.Flush()
+	}
+	event(1, true) // the first: at once, though more follow
+	event(2, true)
+	event(3, true)
+	event(4, false) // the last in hand: 2-4 together
+	event(5, false) // alone
+	counts := []int{}
+	for _, f := range rec.flushes {
+		counts = append(counts, strings.Count(f, "data:"))
+	}
+	if diff := cmp.Diff([]int{1, 3, 1}, counts); diff != "" {
+		t.Errorf("events per flush (-want +got):\n%s", diff)
+	}
+
+	// A long burst is flushed every maxHeld bytes.
+	rec.flushes = nil
+	n := 3 * maxHeld / 60 // events of about 60 bytes
+	for i := range n {
+		event(10+i, true)
+	}
+	if len(rec.flushes) < 2 {
+		t.Errorf("%d events held in %d flushes: maxHeld not kept", n, len(rec.flushes))
+	}
+	for _, f := range rec.flushes {
+		if len(f) > maxHeld*5/4 { // maxHeld of events as written, and the ids they get
+			t.Errorf("a flush of %d bytes, over maxHeld", len(f))
+		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
+
+	"github.com/a2awebcap/a2awebcap/internal/backlog"
 )
 
 const (
@@ -267,10 +269,12 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	case !stream:
 		h.jsonrpcV1.ServeHTTP(w, r)
 	case version == Version03:
-		h.jsonrpcV03.ServeHTTP(&eventIDWriter{w: w, jsonrpc: true}, r)
+		r, hint := withBacklog(r)
+		h.jsonrpcV03.ServeHTTP(&eventIDWriter{w: w, jsonrpc: true, hint: hint}, r)
 	default:
+		r, hint := withBacklog(r)
 		rw := &restWriter{w: w, ctype: mediaJSON, jsonrpc: true}
-		h.jsonrpcV1.ServeHTTP(&eventIDWriter{w: rw, jsonrpc: true}, r)
+		h.jsonrpcV1.ServeHTTP(&eventIDWriter{w: rw, jsonrpc: true, hint: hint}, r)
 		rw.finish()
 	}
 }
@@ -331,8 +335,12 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	r2 := stripPrefix(r, h.restPath)
+	var hint *backlog.Hint
+	if stream {
+		r2, hint = withBacklog(r2)
+	}
 	if version == Version03 {
-		h.restV03.ServeHTTP(&eventIDWriter{w: w}, r2) // routes under /v1/...
+		h.restV03.ServeHTTP(&eventIDWriter{w: w, hint: hint}, r2) // routes under /v1/...
 		return
 	}
 
@@ -347,7 +355,7 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rw := &restWriter{w: w, ctype: ctype}
-	target.ServeHTTP(&eventIDWriter{w: rw}, r2)
+	target.ServeHTTP(&eventIDWriter{w: rw, hint: hint}, r2)
 	rw.finish() // not deferred: after a panic net/http must see the response unwritten
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2awebcap/a2awebcap/internal/backlog"
 	"github.com/a2awebcap/a2awebcap/internal/gopool"
 	"github.com/a2awebcap/a2awebcap/store"
 )
@@ -721,6 +722,10 @@ type cursor struct{ seq, after int64 }
 // wake will be called by the goroutine that publishes the next state that ends a stream, or ends
 // the run.
 func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, c *cursor, stops func(a2a.TaskState) bool, finalOnly bool, wake func(), yield func(store.Event, error) bool) (wait <-chan struct{}, over bool) {
+	hint := backlog.From(ctx) // told, before each event, whether another follows at once
+	if hint != nil {
+		hint.More.Store(false) // for the answers and refusals yielded below
+	}
 	for {
 		ts.mu.Lock()
 		var buf [4]store.Event // room for a run's usual events: no allocation
@@ -776,10 +781,12 @@ func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, 
 			if i > 0 && i%watchYield == 0 {
 				runtime.Gosched()
 			}
-			if !yield(ev, nil) {
-				return nil, true
+			st, ok := stateAfter(ev.Event)
+			last := ok && stops(st) && !opening && !resumeSnapshot(ev.Event, st)
+			if hint != nil {
+				hint.More.Store(!last && i < len(batch)-1)
 			}
-			if st, ok := stateAfter(ev.Event); ok && stops(st) && !opening && !resumeSnapshot(ev.Event, st) {
+			if !yield(ev, nil) || last {
 				return nil, true
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/internal/backlog"
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 )
@@ -1034,5 +1036,35 @@ func TestCloseInterruptsRuns(t *testing.T) {
 	}
 	if _, err := eng.SendMessage(t.Context(), msg("late")); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("SendMessage after Close = %v, want ErrClosed", err)
+	}
+}
+
+// A stream served under a backlog hint says, before each event, whether another is in hand to
+// follow it at once: after a pause the consumer finds a backlog (More), and the stream's last
+// event never says there is more.
+func TestBacklogHint(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	hint := &backlog.Hint{}
+	ctx := backlog.With(as(t.Context(), "alice"), hint)
+	const n = 200
+	var more []bool
+	for ev, err := range e.SendStreamingMessage(ctx, msg(fmt.Sprint("many ", n))) {
+		if err != nil {
+			t.Fatalf("stream error = %v", err)
+		}
+		more = append(more, hint.More.Load())
+		if _, ok := ev.(*a2a.Task); ok {
+			time.Sleep(20 * time.Millisecond) // the run goes on: its events pile up
+		}
+	}
+	if len(more) != n+3 {
+		t.Fatalf("stream of %d events, want %d", len(more), n+3)
+	}
+	if more[len(more)-1] {
+		t.Error("the last event said another follows")
+	}
+	if !slices.Contains(more[1:], true) {
+		t.Error("after a pause, no event said another follows")
 	}
 }
