@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -45,28 +46,20 @@ func camelParams(body []byte) []byte {
 // and nothing else, so it never misses a key camelParams would rewrite; on text that is not
 // JSON it answers anything (camelParams passes such a body through either way).
 func mayHaveSnakeKey(body []byte) bool {
-	for i := 0; i < len(body); i++ {
-		if body[i] != '"' {
+	s := jsonScanner{b: body}
+	for s.i < len(body) {
+		if body[s.i] != '"' {
+			s.i++
 			continue
 		}
-		j, maybe := i+1, false
-		for ; j < len(body) && body[j] != '"'; j++ {
-			switch body[j] {
-			case '\\':
-				maybe = true
-				j++ // the escaped byte, perhaps a quote
-			case '_':
-				maybe = true
-			}
+		str, ok := s.str()
+		if !ok {
+			return false // not JSON
 		}
-		k := j + 1
-		for k < len(body) && (body[k] == ' ' || body[k] == '\t' || body[k] == '\n' || body[k] == '\r') {
-			k++
-		}
-		if maybe && k < len(body) && body[k] == ':' {
+		s.ws()
+		if s.i < len(body) && body[s.i] == ':' && (bytes.IndexByte(str, '_') >= 0 || bytes.IndexByte(str, '\\') >= 0) {
 			return true
 		}
-		i = j
 	}
 	return false
 }

@@ -1,6 +1,10 @@
 package binding
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/a2awebcap/a2awebcap/internal/jsonstr"
+)
 
 // scanEventSeq is eventSeq without decoding the event: it walks the JSON text of data (as
 // a2a-go's encoder wrote it: valid JSON) along the few paths where a stream event's sequence
@@ -20,14 +24,12 @@ func scanEventSeq(data []byte, jsonrpc bool) (seq int64, found, ok bool) {
 			if !s.keyIs(key, seqKey) {
 				return s.skip()
 			}
-			start := s.i
-			if s.i >= len(s.b) || s.b[s.i] != '-' && (s.b[s.i] < '0' || s.b[s.i] > '9') {
-				return false // not a number: the decode decides
+			end, ok := jsonstr.NumberEnd(s.b, s.i)
+			if !ok {
+				return false // not a JSON number: the decode decides
 			}
-			if !s.skip() {
-				return false
-			}
-			seqs[slot] = s.b[start:s.i]
+			seqs[slot] = s.b[s.i:end]
+			s.i = end
 			return true
 		})
 	}
