@@ -38,6 +38,7 @@ type config struct {
 	only     map[string]bool
 	jsonPath string
 	profile  string
+	readSpin time.Duration // the Go server's HandlerOptions.ReadSpin; 0: the library's default
 	servers  []string
 	warm     time.Duration // warm-up before each measurement
 	dur      time.Duration // length of each measurement
@@ -65,6 +66,7 @@ func main() {
 	warm := flag.Duration("warm", 0, "warm-up before each measurement (default 500ms, 100ms with -quick)")
 	idleN := flag.Int("idle", 2000, "idle sessions opened per server for the memory measurement")
 	rounds := flag.Int("rounds", 0, "alternating rounds each measurement is split into (default 4, 1 with -quick)")
+	readSpin := flag.Duration("readspin", 0, "the Go server's HandlerOptions.ReadSpin: how long its sessions poll the socket before they sleep (0: the library's default; negative: never)")
 	flag.Parse()
 
 	switch *role {
@@ -73,14 +75,14 @@ func main() {
 		serveEcho()
 		return
 	case "goserver":
-		serveGo(*cpuprofile)
+		serveGo(*cpuprofile, *readSpin)
 		return
 	default:
 		fmt.Fprintf(os.Stderr, "unknown -role %q\n", *role)
 		os.Exit(2)
 	}
 
-	cfg := &config{quick: *quick, jsonPath: *jsonPath, profile: *profile, idleN: *idleN}
+	cfg := &config{quick: *quick, jsonPath: *jsonPath, profile: *profile, readSpin: *readSpin, idleN: *idleN}
 	cfg.dur, cfg.warm, cfg.maxCalls, cfg.settle, cfg.rounds = 2*time.Second, 500*time.Millisecond, 2_000_000, 1500*time.Millisecond, 4
 	if cfg.quick {
 		cfg.dur, cfg.warm, cfg.maxCalls, cfg.settle, cfg.rounds = 250*time.Millisecond, 100*time.Millisecond, 200_000, 500*time.Millisecond, 1

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"net/http"
+	"time"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/internal/capnwebtest"
@@ -52,9 +53,9 @@ func serveEcho() {
 }
 
 // serveGo is interop/goserver's server (same handler options and API), with a CPU profile.
-func serveGo(cpuprofile string) {
+func serveGo(cpuprofile string, readSpin time.Duration) {
 	defer harness.StartCPUProfile(cpuprofile)()
-	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, nil)
+	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, &capnweb.HandlerOptions{ReadSpin: readSpin})
 	serveUntilStopped(h) // live sessions die with the process; the deferred profile stop runs first
 }
 

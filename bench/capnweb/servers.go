@@ -117,14 +117,20 @@ func startServers(ctx context.Context, cfg *config, env *benchEnv) (*serverSet, 
 	for _, name := range cfg.servers {
 		switch name {
 		case "go":
+			var spin []string // the Go server's flags for -readspin
+			desc := ""
+			if cfg.readSpin != 0 {
+				spin = []string{"-readspin", cfg.readSpin.String()}
+				desc = ", ReadSpin " + cfg.readSpin.String()
+			}
 			if cfg.profile != "" {
 				prof, err := filepath.Abs(cfg.profile)
 				if err != nil {
 					return ss, err
 				}
-				specs = append(specs, spec{name, []string{self, "-role", "goserver", "-cpuprofile", prof},
-					"harness re-exec -role goserver (capnweb.NewHandler + capnwebtest.API), CPU profile on",
-					[]string{self, "-role", "goserver"}})
+				specs = append(specs, spec{name, append([]string{self, "-role", "goserver", "-cpuprofile", prof}, spin...),
+					"harness re-exec -role goserver (capnweb.NewHandler + capnwebtest.API), CPU profile on" + desc,
+					append([]string{self, "-role", "goserver"}, spin...)})
 				continue
 			}
 			bin := filepath.Join(tmp, "goserver")
@@ -135,7 +141,7 @@ func startServers(ctx context.Context, cfg *config, env *benchEnv) (*serverSet, 
 			if err := b.Run(); err != nil {
 				return ss, fmt.Errorf("go build ./interop/goserver: %w", err)
 			}
-			specs = append(specs, spec{name, []string{bin}, "interop/goserver (go build)", nil})
+			specs = append(specs, spec{name, append([]string{bin}, spin...), "interop/goserver (go build)" + desc, nil})
 		case "node":
 			if env.Node == "" {
 				return ss, errors.New("node not found in PATH (use -servers go,echo to skip the Node server)")

@@ -21,12 +21,13 @@ import (
 
 func main() {
 	port := flag.Int("port", 0, "port to listen on (0: any free port)")
+	readSpin := flag.Duration("readspin", 0, "HandlerOptions.ReadSpin (0: the library's default; negative: never poll)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
 		log.Fatal(err)
 	}
-	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, nil)
+	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, &capnweb.HandlerOptions{ReadSpin: *readSpin})
 	srv := &http.Server{Handler: h}
 	srv.RegisterOnShutdown(func() { h.Close() })
 	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port)
