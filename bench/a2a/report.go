@@ -228,7 +228,7 @@ func (rep *report) targets() []harness.Target {
 
 // cpuPerCall is a note for a throughput ratio between a and b: the CPU each spent per call,
 // server and load client together. Client and server share the machine's cores, so the
-// throughputs follow it; it moves less with the machine's state than they do.
+// throughputs follow it: it tells a change in the work per call from one in scheduling.
 func cpuPerCall(a, b *Result) string {
 	if a == nil || b == nil || a.ServerCPUus <= 0 || b.ServerCPUus <= 0 {
 		return ""
