@@ -243,6 +243,11 @@ func callRef(r *ref, path []any, args []any) *Promise {
 	if err != nil {
 		return newPromise(errorHook{err}, nil)
 	}
+	return callHook(h, path, args)
+}
+
+// callHook is callRef on the hook the reference holds.
+func callHook(h hook, path []any, args []any) *Promise {
 	if args == nil {
 		args = []any{}
 	}
@@ -257,15 +262,17 @@ func callRef(r *ref, path []any, args []any) *Promise {
 
 // callName is callRef with the path [name]: a call on the peer encodes it without making it.
 func callName(r *ref, name string, args []any) *Promise {
-	if h, err := r.hookRef(); err == nil {
-		if ih, ok := h.(*importHook); ok {
-			if args == nil {
-				args = []any{}
-			}
-			return newPromise(ih.callName(name, &payload{v: args, borrowed: true}), nil)
-		}
+	h, err := r.hookRef()
+	if err != nil {
+		return newPromise(errorHook{err}, nil)
 	}
-	return callRef(r, []any{name}, args)
+	if ih, ok := h.(*importHook); ok {
+		if args == nil {
+			args = []any{}
+		}
+		return newPromise(ih.callName(name, &payload{v: args, borrowed: true}), nil)
+	}
+	return callHook(h, []any{name}, args)
 }
 
 func pathPromise(r *ref, base, more []any) *Promise {
