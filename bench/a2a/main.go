@@ -90,6 +90,7 @@ func main() {
 	streamN := flag.Int("stream-n", 100, "artifact update events per token stream (16 streams in flight)")
 	burstN := flag.Int("burst-n", 1000, "artifact update events of the long stream (one stream at a time)")
 	match := flag.String("match", "", "run only the measurements whose name contains this (e.g. send-task/c16), to profile one")
+	repeat := flag.Int("repeat", 1, "run everything selected this many times, each with fresh servers, then print how many runs passed each target")
 	flag.Parse()
 
 	switch *role {
@@ -140,22 +141,32 @@ func main() {
 		}
 	}
 	cfg.servers = harness.MustParseList(*servers, selectNames, "server")
+	if err := harness.CheckRepeat(*repeat, map[string]bool{"json": *jsonPath != "", "profile": *profileFlag != ""}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, cfg); err != nil {
+	runs, err := harness.Repeat(ctx, *repeat, func() ([]harness.Target, error) { return run(ctx, cfg) })
+	if *repeat > 1 {
+		harness.WriteTargetSummary(os.Stdout, runs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg *config) error {
+// run measures the selected workloads once, with servers of its own, prints the report and
+// returns its targets.
+func run(ctx context.Context, cfg *config) ([]harness.Target, error) {
 	start := time.Now()
 	env := probeEnv()
 	srvs, err := startServers(ctx, cfg)
 	defer srvs.stopAll()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "servers:")
 	for _, name := range serverNames {
@@ -184,7 +195,7 @@ func run(ctx context.Context, cfg *config) error {
 	rep.print(os.Stdout)
 	if cfg.jsonPath != "" {
 		if err := rep.writeJSON(cfg.jsonPath); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(os.Stderr, "wrote %s\n", cfg.jsonPath)
 	}
@@ -196,5 +207,5 @@ func run(ctx context.Context, cfg *config) error {
 			}
 		}
 	}
-	return ctx.Err()
+	return rep.Targets, ctx.Err()
 }

@@ -66,6 +66,7 @@ func main() {
 	warm := flag.Duration("warm", 0, "warm-up before each measurement (default 500ms, 100ms with -quick)")
 	idleN := flag.Int("idle", 2000, "idle sessions opened per server for the memory measurement")
 	rounds := flag.Int("rounds", 0, "alternating rounds each measurement is split into (default 4, 1 with -quick)")
+	repeat := flag.Int("repeat", 1, "run everything selected this many times, each with fresh servers, then print how many runs passed each target")
 	readSpin := flag.Duration("readspin", 0, "the Go server's HandlerOptions.ReadSpin: how long its sessions poll the socket before they sleep (0: the library's default; negative: never)")
 	flag.Parse()
 
@@ -103,12 +104,20 @@ func main() {
 		}
 	}
 	cfg.servers = harness.MustParseList(*servers, serverNames, "server")
+	oneRunOnly := map[string]bool{"json": *jsonPath != "", "profile": *profile != "", "clientprofile": *clientProfile != ""}
+	if err := harness.CheckRepeat(*repeat, oneRunOnly); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfile := harness.StartCPUProfile(*clientProfile)
-	err := run(ctx, cfg)
+	runs, err := harness.Repeat(ctx, *repeat, func() ([]harness.Target, error) { return run(ctx, cfg) })
 	stopProfile()
+	if *repeat > 1 {
+		harness.WriteTargetSummary(os.Stdout, runs)
+	}
 	if *clientProfile != "" {
 		fmt.Fprintf(os.Stderr, "load client CPU profile: %s (go tool pprof -top %s)\n", *clientProfile, *clientProfile)
 	}
@@ -118,16 +127,18 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, cfg *config) error {
+// run measures the selected workloads once, with servers of its own, prints the report and
+// returns its targets.
+func run(ctx context.Context, cfg *config) ([]harness.Target, error) {
 	start := time.Now()
 	env, err := probeEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srvs, err := startServers(ctx, cfg, env)
 	defer srvs.stopAll()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "servers:")
 	for _, name := range cfg.servers {
@@ -149,12 +160,12 @@ func run(ctx context.Context, cfg *config) error {
 	rep.print(os.Stdout)
 	if cfg.jsonPath != "" {
 		if err := rep.writeJSON(cfg.jsonPath); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(os.Stderr, "wrote %s\n", cfg.jsonPath)
 	}
 	if cfg.profile != "" {
 		fmt.Fprintf(os.Stderr, "Go server CPU profile: %s (go tool pprof -top %s)\n", cfg.profile, cfg.profile)
 	}
-	return ctx.Err()
+	return rep.Targets, ctx.Err()
 }

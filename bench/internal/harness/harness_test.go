@@ -2,6 +2,8 @@ package harness
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -121,6 +123,65 @@ func TestRatioTarget(t *testing.T) {
 		got := RatioTarget("t", tt.a, tt.b, get, 1.5, tt.atLeast, FormatCount, "calls/s")
 		if got.Status != tt.wantStatus || got.Detail != tt.wantDetail {
 			t.Errorf("RatioTarget(%v, %v, atLeast %v) = %s %q, want %s %q", tt.a, tt.b, tt.atLeast, got.Status, got.Detail, tt.wantStatus, tt.wantDetail)
+		}
+	}
+}
+
+func TestWriteTargetSummary(t *testing.T) {
+	ratio := func(v float64, status string) Target {
+		return Target{Name: "a ≥ 2× b", Status: status, Value: v, Limit: 2}
+	}
+	ttfe := func(v float64, status string) Target {
+		return Target{Name: "ttfe < 5 ms", Status: status, Value: v, Limit: 5000}
+	}
+	runs := [][]Target{
+		{ratio(1.9, "FAIL"), ttfe(3200, "PASS"), NotMeasured("never", 1)},
+		{ratio(2.1, "PASS"), NotMeasured("ttfe < 5 ms", 5000)},
+		{ratio(2.05, "PASS"), ttfe(6100.4, "FAIL")},
+		{ratio(1.99, "FAIL"), ttfe(4000, "PASS")},
+	}
+	var b bytes.Buffer
+	WriteTargetSummary(&b, runs)
+	want := `
+targets over 4 runs, each with fresh servers (passed in runs that measured it; value min / median / max):
+   2/4  a ≥ 2× b                                           1.90 / 2.02 / 2.10 (limit 2.00)
+   2/3  ttfe < 5 ms                                        3200 / 4000 / 6100 (limit 5000)
+`
+	if got := b.String(); got != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestRepeat(t *testing.T) {
+	calls := 0
+	runs, err := Repeat(t.Context(), 3, func() ([]Target, error) {
+		calls++
+		return []Target{{Name: "x", Status: "PASS", Value: float64(calls)}}, nil
+	})
+	if err != nil || len(runs) != 3 || runs[2][0].Value != 3 {
+		t.Fatalf("Repeat = %v, %v", runs, err)
+	}
+	boom := errors.New("boom")
+	runs, err = Repeat(t.Context(), 3, func() ([]Target, error) { return nil, boom })
+	if err != boom || len(runs) != 0 {
+		t.Fatalf("Repeat with a failing run = %v, %v", runs, err)
+	}
+}
+
+func TestCheckRepeat(t *testing.T) {
+	for _, c := range []struct {
+		n       int
+		set     map[string]bool
+		wantErr string
+	}{
+		{1, map[string]bool{"json": true}, ""},
+		{5, map[string]bool{"json": false}, ""},
+		{0, nil, "-repeat 0: want at least 1"},
+		{3, map[string]bool{"json": false, "profile": true}, "-repeat 3: not with -profile, whose file would hold the last run only"},
+	} {
+		err := CheckRepeat(c.n, c.set)
+		if got := fmt.Sprint(err); c.wantErr == "" && err != nil || c.wantErr != "" && got != c.wantErr {
+			t.Errorf("CheckRepeat(%d, %v) = %v, want %q", c.n, c.set, err, c.wantErr)
 		}
 	}
 }
