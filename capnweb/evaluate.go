@@ -927,6 +927,9 @@ func (s *Session) settleImport(id int64, res hook) {
 		return
 	}
 	e.res = res
+	if e.done != nil {
+		s.wokeWaiter = true // see endPass
+	}
 	e.settled()
 	dead := e.localRefs == 0
 	s.releaseImportLocked(e)

@@ -96,22 +96,58 @@ func TestExecutorSendsItsAnswers(t *testing.T) {
 	}
 	time.Sleep(10 * time.Millisecond) // the read loop has read the rest and gone idle
 	d.Resolve(1.0, nil)
-	want := `["resolve",2,3]`
+	if way := tr.wayOf(t, `["resolve",2,3]`); way != "pass" {
+		t.Errorf("the answer was sent by the write loop, want by the executor that ran add")
+	}
+}
+
+// wayOf waits for msg to be sent and returns how it left ("loop" or "pass").
+func (tr *wayTransport) wayOf(t *testing.T, msg string) string {
+	t.Helper()
 	for {
 		select {
 		case m := <-tr.got:
-			if m != want {
+			if m != msg {
 				continue
 			}
 			tr.mu.Lock()
-			way := tr.sent[m]
-			tr.mu.Unlock()
-			if way != "pass" {
-				t.Errorf("%s was sent by the write loop, want by the executor that ran add", m)
-			}
-			return
+			defer tr.mu.Unlock()
+			return tr.sent[m]
 		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s", want)
+			t.Fatalf("no %s", msg)
 		}
+	}
+}
+
+// A pass that settles a result someone awaits leaves its messages (the result's release) to the
+// write loop: the goroutine it woke typically calls again at once, and the loop, which yields
+// once before it writes, then sends both in one write. The pass would have written alone.
+func TestPassLeavesToLoopWhenItWakesAwaiter(t *testing.T) {
+	tr := newWayTransport()
+	s := NewSession(tr, nil, nil)
+	defer s.Close()
+	p := s.Main().Call("add", 1, 2)
+	defer p.Release()
+	got := make(chan any, 1)
+	go func() {
+		v, err := p.Await(t.Context())
+		if err != nil {
+			v = err
+		}
+		got <- v
+	}()
+	for range 2 { // the push and the pull
+		select {
+		case <-tr.got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call was not sent")
+		}
+	}
+	tr.in <- []byte(`["resolve",1,3]`)
+	if v := <-got; v != 3.0 {
+		t.Fatalf("Await = %v, want 3", v)
+	}
+	if way := tr.wayOf(t, `["release",1,1]`); way != "loop" {
+		t.Errorf("the release was sent by the pass that read the result, want by the write loop")
 	}
 }

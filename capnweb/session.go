@@ -136,6 +136,7 @@ type Session struct {
 	ended           bool          // shutdown has finished: Done is closed
 	execActive      bool          // a goroutine (the read loop or an executor) owns execQ
 	transportClosed bool          // closeTransport has run
+	wokeWaiter      bool          // a pass settled an import someone awaits (endPass)
 	writeWake       chan struct{} // wakes the lingering writer; nil while there is none
 	err             error         // why the session ended; set once
 	pulling         int
@@ -526,7 +527,12 @@ func (s *Session) endPass() {
 		s.mu.Unlock()
 		return
 	}
-	if !ok || s.writing || s.writerActive && !s.writerIdle || s.closing {
+	woke := s.wokeWaiter
+	s.wokeWaiter = false
+	if !ok || woke || s.writing || s.writerActive && !s.writerIdle || s.closing {
+		// A goroutine this pass woke with its result typically calls again at once: the write
+		// loop, which yields once before it writes, then sends what this pass queued (releases,
+		// mostly) with those calls, in one write.
 		s.kickWriterLocked()
 		s.mu.Unlock()
 		return
