@@ -405,7 +405,10 @@ type DialOptions struct {
 	Session Options
 	// Header is sent with the upgrade request (for example Authorization).
 	Header http.Header
-	// ReadSpin is as in HandlerOptions, for the client's WebSocket session.
+	// ReadSpin is as in HandlerOptions, for the client's WebSocket session. The session polls
+	// only a socket it owns: one to a plain ws:// URL, which Dial connects itself through
+	// HTTPClient's *http.Transport dialer when that transport would not proxy it and the client
+	// keeps no cookies (over TLS, a proxy or another RoundTripper, it never polls).
 	ReadSpin time.Duration
 	// HTTPClient makes the upgrade request, or posts the batch (NewBatchSession). Nil means
 	// http.DefaultClient. A batch larger than its Transport's WriteBufferSize (4 KiB by

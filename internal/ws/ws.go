@@ -1028,7 +1028,12 @@ type DialOptions struct {
 	// Header is sent with the upgrade request.
 	Header http.Header
 	// HTTPClient makes the upgrade request (its Timeout bounds the handshake only). Nil means
-	// http.DefaultClient.
+	// http.DefaultClient. For a plain ws:// URL that its transport would not proxy, Dial opens
+	// the connection itself with the transport's dialer, when the transport is an
+	// *http.Transport (the default one is) and the client has no cookie jar: the Conn then owns
+	// the socket, so it can poll it (SpinWait) and write without waiting (TryWriteMessages), as
+	// a server's Conn does. Otherwise the client makes the request, and the Conn reads and
+	// writes through its response body.
 	HTTPClient *http.Client
 }
 
@@ -1079,33 +1084,109 @@ func Dial(ctx context.Context, rawURL string, opts *DialOptions) (*Conn, error) 
 	req.Header.Set("Upgrade", "websocket")
 	req.Header.Set("Sec-WebSocket-Version", "13")
 	req.Header.Set("Sec-WebSocket-Key", key)
+	if t := directTransport(&client, req); t != nil {
+		resp, conn, br, err := dialDirect(ctx, t, req)
+		if err != nil {
+			return nil, fmt.Errorf("websocket: %w", err)
+		}
+		if err := checkUpgrade(resp, key); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return newConn(conn, br, true), nil
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("websocket: %w", err)
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if err := checkUpgrade(resp, key); err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("websocket: the server answered %s, not 101 Switching Protocols: %s", resp.Status, strings.TrimSpace(string(body)))
+		return nil, err
 	}
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		resp.Body.Close()
 		return nil, errors.New("websocket: the HTTP client's response body is not writable (a custom RoundTripper?)")
 	}
+	return newConn(rwc, nil, true), nil
+}
+
+// checkUpgrade checks the server's answer to an upgrade request sent with key: a 101 that
+// accepts it, with no extension.
+func checkUpgrade(resp *http.Response, key string) error {
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("websocket: the server answered %s, not 101 Switching Protocols: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
 	if !headerHasToken(resp.Header, "Upgrade", "websocket") || !headerHasToken(resp.Header, "Connection", "upgrade") {
-		rwc.Close()
-		return nil, errors.New("websocket: the server's 101 lacks Upgrade: websocket / Connection: Upgrade")
+		return errors.New("websocket: the server's 101 lacks Upgrade: websocket / Connection: Upgrade")
 	}
 	if resp.Header.Get("Sec-WebSocket-Accept") != acceptKey(key) {
-		rwc.Close()
-		return nil, errors.New("websocket: the server's Sec-WebSocket-Accept does not match the key")
+		return errors.New("websocket: the server's Sec-WebSocket-Accept does not match the key")
 	}
 	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); ext != "" {
-		rwc.Close()
-		return nil, fmt.Errorf("websocket: the server chose extensions %q that were not offered", ext)
+		return fmt.Errorf("websocket: the server chose extensions %q that were not offered", ext)
 	}
-	return newConn(rwc, nil, true), nil
+	return nil
+}
+
+// directTransport returns the transport with whose dialer Dial opens the connection for req
+// itself, or nil when the upgrade must go through client: a TLS URL, a proxy for it, a cookie
+// jar, or a RoundTripper that is not an *http.Transport.
+func directTransport(client *http.Client, req *http.Request) *http.Transport {
+	if req.URL.Scheme != "http" || client.Jar != nil {
+		return nil
+	}
+	var t *http.Transport
+	switch rt := client.Transport.(type) {
+	case nil:
+		t, _ = http.DefaultTransport.(*http.Transport)
+	case *http.Transport:
+		t = rt
+	}
+	if t == nil {
+		return nil
+	}
+	if t.Proxy != nil {
+		if proxy, err := t.Proxy(req); err != nil || proxy != nil {
+			return nil
+		}
+	}
+	return t
+}
+
+// dialDirect connects with t's dialer, sends req and reads the answer with a buffer of its own,
+// which then holds whatever the server sent after it. ctx bounds all of it.
+func dialDirect(ctx context.Context, t *http.Transport, req *http.Request) (*http.Response, net.Conn, *bufio.Reader, error) {
+	dial := t.DialContext
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	addr := req.URL.Host
+	if req.URL.Port() == "" {
+		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	}
+	conn, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Ending ctx unblocks the handshake; once it is over, ctx no longer matters.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	br := bufio.NewReaderSize(conn, readBufSize)
+	err = req.Write(conn)
+	var resp *http.Response
+	if err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if !stop() {
+		err = context.Cause(ctx) // the deadline may have cut the handshake short
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, nil, err
+	}
+	return resp, conn, br, nil
 }
 
 // ---- helpers ----

@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"syscall"
@@ -723,4 +726,123 @@ func TestSpinWait(t *testing.T) {
 	spinners.n.Add(1 << 20)             // every polling slot taken
 	defer spinners.n.Add(-1 << 20)
 	step(10*time.Millisecond, 2, false) // slept
+}
+
+// Dial opens a plain ws:// connection itself, with the transport's dialer, so that the Conn owns
+// the socket (and can poll it and write without waiting), as a server's Conn does; the request
+// carries the caller's headers. Through a client with a cookie jar or a RoundTripper of its own,
+// the HTTP client makes the request and the Conn works through its response body.
+func TestDialOwnsSocket(t *testing.T) {
+	gotHeader := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotHeader <- r.Header.Get("X-Test")
+		c, err := Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.shutdown()
+		if typ, msg, err := c.ReadMessage(0); err == nil {
+			c.WriteMessages(typ, msg)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		direct bool
+	}{
+		{"default client", nil, canReadNow},
+		{"own transport", &http.Client{Transport: &http.Transport{}}, canReadNow},
+		{"cookie jar", &http.Client{Jar: jar}, false},
+		{"own round tripper", &http.Client{Transport: roundTripper{http.DefaultTransport}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Dial(t.Context(), wsURL(srv), &DialOptions{HTTPClient: tc.client, Header: http.Header{"X-Test": {tc.name}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.shutdown()
+			if h := <-gotHeader; h != tc.name {
+				t.Errorf("the server got X-Test %q, want %q", h, tc.name)
+			}
+			if direct := c.raw != nil; direct != tc.direct {
+				t.Errorf("the Conn owns its socket: %v, want %v", direct, tc.direct)
+			}
+			if err := c.WriteMessages(Text, []byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+			if _, got, err := c.ReadMessage(0); err != nil || string(got) != "hi" {
+				t.Fatalf("echo: %q, %v", got, err)
+			}
+		})
+	}
+}
+
+type roundTripper struct{ http.RoundTripper }
+
+// A message the server sends right behind its 101, in the same write, is read: the buffer that
+// read the handshake answer is the Conn's.
+func TestDialKeepsWhatFollowsTheHandshake(t *testing.T) {
+	addr := tcpServer(t, func(conn net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
+		}
+		frame := []byte{0x81, 5, 'h', 'e', 'l', 'l', 'o'} // FIN, text, unmasked, "hello"
+		fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n%s",
+			acceptKey(req.Header.Get("Sec-WebSocket-Key")), frame)
+		io.Copy(io.Discard, conn) // until the client goes
+	})
+	c, err := Dial(t.Context(), "ws://"+addr+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.shutdown()
+	if typ, got, err := c.ReadMessage(0); err != nil || typ != Text || string(got) != "hello" {
+		t.Fatalf("ReadMessage = %v %q, %v; want the message sent with the 101", typ, got, err)
+	}
+}
+
+// Ending the dial context ends a handshake the server never answers, with the context's error;
+// a proxy the transport names for the URL is not bypassed.
+func TestDialDirectHandshakeBounds(t *testing.T) {
+	addr := tcpServer(t, func(conn net.Conn) { io.Copy(io.Discard, conn) }) // never answers
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := Dial(ctx, "ws://"+addr+"/", nil)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Dial to a silent server = %v after %v; want the context's deadline, soon", err, time.Since(start))
+	}
+
+	noProxy := errors.New("proxy refused")
+	hc := &http.Client{Transport: &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return nil, noProxy }}}
+	if _, err := Dial(t.Context(), "ws://"+addr+"/", &DialOptions{HTTPClient: hc}); !errors.Is(err, noProxy) {
+		t.Fatalf("Dial through a transport whose proxy fails = %v; want that failure", err)
+	}
+}
+
+// tcpServer serves each connection to a fresh listener on loopback with serve (which need not
+// close it), until the test ends, and returns the listener's address.
+func tcpServer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				serve(conn)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
