@@ -44,7 +44,7 @@ type HandlerOptions struct {
 	ReadSpin time.Duration
 }
 
-// DefaultReadSpin is the ReadSpin of HandlerOptions and DialOptions left zero.
+// DefaultReadSpin is the ReadSpin of HandlerOptions left zero.
 const DefaultReadSpin = 50 * time.Microsecond
 
 func readSpin(d time.Duration) time.Duration {
@@ -405,10 +405,14 @@ type DialOptions struct {
 	Session Options
 	// Header is sent with the upgrade request (for example Authorization).
 	Header http.Header
-	// ReadSpin is as in HandlerOptions, for the client's WebSocket session. The session polls
-	// only a socket it owns: one to a plain ws:// URL, which Dial connects itself through
-	// HTTPClient's *http.Transport dialer when that transport would not proxy it and the client
-	// keeps no cookies (over TLS, a proxy or another RoundTripper, it never polls).
+	// ReadSpin is as in HandlerOptions, for the client's session, except that zero means never
+	// poll: a client often shares its cores with the server it calls, or serves in the same
+	// process, and a polling client takes the CPU that server needs. On its own cores, calling
+	// a nearby server that polls too, DefaultReadSpin makes sequential calls several times
+	// faster (see docs/capnweb.md). The session polls only a socket it owns: one to a plain
+	// ws:// URL, which Dial connects itself through HTTPClient's *http.Transport dialer when
+	// that transport would not proxy it and the client keeps no cookies (over TLS, a proxy or
+	// another RoundTripper, it never polls).
 	ReadSpin time.Duration
 	// HTTPClient makes the upgrade request, or posts the batch (NewBatchSession). Nil means
 	// http.DefaultClient. A batch larger than its Transport's WriteBufferSize (4 KiB by
@@ -428,7 +432,11 @@ func Dial(ctx context.Context, url string, main any, opts *DialOptions) (*Sessio
 	if err != nil {
 		return nil, fmt.Errorf("capnweb: dial %s: %w", url, err)
 	}
-	return NewSession(newWSTransport(c, o.Session.Limits.withDefaults().MaxMessageSize, o.ReadSpin), main, &o.Session), nil
+	spin := o.ReadSpin
+	if spin == 0 {
+		spin = -1 // a client polls only when asked
+	}
+	return NewSession(newWSTransport(c, o.Session.Limits.withDefaults().MaxMessageSize, spin), main, &o.Session), nil
 }
 
 // ---- HTTP batch client ----

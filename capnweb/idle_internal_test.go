@@ -246,3 +246,36 @@ func TestParkedSessionCallsClient(t *testing.T) {
 		}
 	}
 }
+
+// A client session polls its socket only when DialOptions.ReadSpin asks it to; a server's
+// polls for DefaultReadSpin unless told otherwise.
+func TestClientPollsOnlyWhenAsked(t *testing.T) {
+	accepted := make(chan *Session, 2)
+	h := NewHandler(func(*http.Request) (any, error) { return &idleAPI{}, nil },
+		&HandlerOptions{OnSession: func(_ *http.Request, s *Session) { accepted <- s }})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); ts.Close() })
+	url := "ws" + strings.TrimPrefix(ts.URL, "http")
+	spinOf := func(s *Session) time.Duration { return s.t.(*wsTransport).c.SpinWait }
+	for _, tc := range []struct {
+		name string
+		spin time.Duration
+		want time.Duration
+	}{
+		{"default", 0, 0},
+		{"asked", DefaultReadSpin, DefaultReadSpin},
+		{"never", -1, 0},
+	} {
+		c, err := Dial(t.Context(), url, nil, &DialOptions{ReadSpin: tc.spin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := spinOf(c); got != tc.want {
+			t.Errorf("%s: the client polls for %v, want %v", tc.name, got, tc.want)
+		}
+		if got := spinOf(<-accepted); got != DefaultReadSpin {
+			t.Errorf("%s: the server polls for %v, want %v", tc.name, got, DefaultReadSpin)
+		}
+		c.Close()
+	}
+}
