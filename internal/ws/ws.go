@@ -20,6 +20,7 @@ package ws
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -1179,8 +1180,14 @@ func dialDirect(ctx context.Context, t *http.Transport, req *http.Request) (*htt
 	if err == nil {
 		resp, err = http.ReadResponse(br, req)
 	}
-	if !stop() {
-		err = context.Cause(ctx) // the deadline may have cut the handshake short
+	if err == nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		// Read what checkUpgrade quotes of a refusal now, while ctx bounds it: a body without
+		// a length lasts until the server closes.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if !stop() && (err != nil || resp.StatusCode == http.StatusSwitchingProtocols) {
+		err = context.Cause(ctx) // the deadline may have cut the handshake short; a refusal stands
 	}
 	if err != nil {
 		conn.Close()

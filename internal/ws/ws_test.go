@@ -846,3 +846,21 @@ func tcpServer(t *testing.T, serve func(net.Conn)) string {
 	}()
 	return ln.Addr().String()
 }
+
+// A refusal whose body has no length and never ends is reported with what came of it by the
+// dial context's end, not waited for.
+func TestDialDirectRefusalWithEndlessBody(t *testing.T) {
+	addr := tcpServer(t, func(conn net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
+		}
+		io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\n\r\nnot for you")
+		io.Copy(io.Discard, conn) // keeps the connection open
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, "ws://"+addr+"/", nil)
+	if err == nil || !strings.Contains(err.Error(), "403 Forbidden") || !strings.Contains(err.Error(), "not for you") {
+		t.Fatalf("Dial = %v; want the 403 and its body", err)
+	}
+}
