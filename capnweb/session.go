@@ -523,12 +523,12 @@ func (s *Session) endPass() {
 	if !s.execActive && len(s.execQ) > 0 {
 		s.startExecutorLocked()
 	}
+	woke := s.wokeWaiter // this pass's: a later one must not inherit it
+	s.wokeWaiter = false
 	if len(s.out) == 0 {
 		s.mu.Unlock()
 		return
 	}
-	woke := s.wokeWaiter
-	s.wokeWaiter = false
 	if !ok || woke || s.writing || s.writerActive && !s.writerIdle || s.closing {
 		// A goroutine this pass woke with its result typically calls again at once: the write
 		// loop, which yields once before it writes, then sends what this pass queued (releases,

@@ -148,10 +148,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	runs, err := harness.Repeat(ctx, *repeat, func() ([]harness.Target, error) { return run(ctx, cfg) })
-	if *repeat > 1 {
-		harness.WriteTargetSummary(os.Stdout, runs)
-	}
+	_, err := harness.Repeat(ctx, *repeat, os.Stdout, func() ([]harness.Target, error) { return run(ctx, cfg) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

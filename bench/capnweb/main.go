@@ -113,11 +113,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfile := harness.StartCPUProfile(*clientProfile)
-	runs, err := harness.Repeat(ctx, *repeat, func() ([]harness.Target, error) { return run(ctx, cfg) })
+	_, err := harness.Repeat(ctx, *repeat, os.Stdout, func() ([]harness.Target, error) { return run(ctx, cfg) })
 	stopProfile()
-	if *repeat > 1 {
-		harness.WriteTargetSummary(os.Stdout, runs)
-	}
 	if *clientProfile != "" {
 		fmt.Fprintf(os.Stderr, "load client CPU profile: %s (go tool pprof -top %s)\n", *clientProfile, *clientProfile)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -154,15 +155,19 @@ targets over 4 runs, each with fresh servers (passed in runs that measured it; v
 
 func TestRepeat(t *testing.T) {
 	calls := 0
-	runs, err := Repeat(t.Context(), 3, func() ([]Target, error) {
+	var summary bytes.Buffer
+	runs, err := Repeat(t.Context(), 3, &summary, func() ([]Target, error) {
 		calls++
 		return []Target{{Name: "x", Status: "PASS", Value: float64(calls)}}, nil
 	})
 	if err != nil || len(runs) != 3 || runs[2][0].Value != 3 {
 		t.Fatalf("Repeat = %v, %v", runs, err)
 	}
+	if !strings.Contains(summary.String(), "targets over 3 runs") || !strings.Contains(summary.String(), " 3/3 ") {
+		t.Errorf("summary:\n%s", summary.String())
+	}
 	boom := errors.New("boom")
-	runs, err = Repeat(t.Context(), 3, func() ([]Target, error) { return nil, boom })
+	runs, err = Repeat(t.Context(), 3, io.Discard, func() ([]Target, error) { return nil, boom })
 	if err != boom || len(runs) != 0 {
 		t.Fatalf("Repeat with a failing run = %v, %v", runs, err)
 	}

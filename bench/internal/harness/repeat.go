@@ -11,9 +11,13 @@ import (
 )
 
 // Repeat calls run n times, one whole run each (run starts and stops its own servers), until
-// ctx is done, and returns the targets of every run that finished. It stops at the first error.
-func Repeat(ctx context.Context, n int, run func() ([]Target, error)) ([][]Target, error) {
+// ctx is done or a run fails, and returns the targets of every run that finished. With n > 1
+// it then writes their summary to w (WriteTargetSummary).
+func Repeat(ctx context.Context, n int, w io.Writer, run func() ([]Target, error)) ([][]Target, error) {
 	var runs [][]Target
+	if n > 1 {
+		defer func() { WriteTargetSummary(w, runs) }()
+	}
 	for i := range n {
 		if ctx.Err() != nil {
 			break
