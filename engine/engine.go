@@ -139,8 +139,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 }
 
-// Recover marks failed every task a previous process left running: its executor is gone. It
-// returns how many tasks it settled.
+// Recover settles every task a previous process left running: its executor is gone. An
+// executor that implements [Recoverer] reports what it had committed for the task; any other
+// task is marked failed. It returns how many tasks it settled.
 func (e *Engine) Recover(ctx context.Context) (int, error) {
 	active, err := e.st.Active(ctx)
 	if err != nil {
@@ -148,11 +149,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, rec := range active {
-		ev := statusEvent(rec.Task, a2a.TaskStateFailed, "The server restarted while this task was running; it was not resumed.")
-		if err := apply(rec.Task, ev); err != nil {
-			return n, err
-		}
-		if err := e.st.Update(ctx, rec, []a2a.Event{ev}); err != nil && !errors.Is(err, store.ErrConflict) {
+		if _, err := e.recoverTask(ctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
 			return n, err
 		}
 		e.wakePush()
