@@ -243,9 +243,27 @@ var scenarios = []scenario{
 		want: []string{
 			"task submitted", "status working", "status input_required: what is your name?",
 			"follow-up: task completed [hello, bob]",
-			// The subscriber: the task as it was, the snapshot the follow-up logged as it
-			// resumed the task, then the work.
-			"task input_required", "task input_required", "status working", "artifact hello, bob", "status completed",
+			// The subscriber: the task as it was, then only updates: the follow-up resumed it
+			// (working), then the agent's work.
+			"task input_required", "status working", "status working", "artifact hello, bob", "status completed",
+		},
+	},
+	{
+		name: "StreamedFollowUp",
+		run: func(t *testing.T, e *env) []string {
+			asked := stream(t, e.alice.SendStreamingMessage(t.Context(), send("ask")))
+			list, err := e.alice.ListTasks(t.Context(), &a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired})
+			if err != nil || len(list.Tasks) == 0 {
+				t.Fatalf("listing the input-required task: %v", err)
+			}
+			// A streamed answer opens with the task no longer waiting: a client that ends a
+			// stream at an interrupted state reads on to the answer.
+			answered := stream(t, e.alice.SendStreamingMessage(t.Context(), followUp(list.Tasks[0], "bob")))
+			return append(asked, answered...)
+		},
+		want: []string{
+			"task submitted", "status working", "status input_required: what is your name?",
+			"task working", "status working", "artifact hello, bob", "status completed",
 		},
 	},
 	{

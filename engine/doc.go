@@ -10,9 +10,13 @@
 //     executor runs ahead of the store by a few events (4): those it yields while a write is
 //     under way go to the store together in the next one (group commit), so a fast executor
 //     pays one write per batch, not per event, and subscribers see each event once it is stored.
-//   - Streams and subscriptions that start with the Task (or carry a single Message), deliver
-//     the same events in the same order to every subscriber, and close when the task reaches a
-//     terminal or interrupted state. A subscriber that falls behind catches up from the log.
+//   - Streams and subscriptions that start with the Task (or carry a single Message) and then
+//     carry only status and artifact updates, deliver the same events in the same order to
+//     every subscriber, and close when the task reaches a terminal or interrupted state. A
+//     subscriber that falls behind catches up from the log. A follow-up message moves an
+//     interrupted task to working before its executor runs, so the stream it opens starts with
+//     a task no longer interrupted; a Task the log holds past a stream's first event (that
+//     resumption, or a Task an executor yields mid-run) is sent as a status update.
 //   - Caller scoping: every task belongs to an owner (tenant and principal, from the call
 //     context); other callers get TaskNotFound, never a hint that the task exists.
 //   - Push notifications: the store enqueues a delivery per event and push config in the

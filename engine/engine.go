@@ -689,9 +689,13 @@ const watchYield = 4
 // wakes only when a state that ends a stream is published or a run ends, and yields the events
 // before in one go then: for callers that want the outcome, not the progress (a blocking
 // SendMessage), and whose stops are among the states that end a stream.
-func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, stops func(a2a.TaskState) bool, finalOnly bool) iter.Seq2[store.Event, error] {
+//
+// opened says whether the caller's stream has already begun (with a Task it made itself, or as
+// the continuation of an earlier stream, for Last-Event-ID): then no event it yields opens the
+// stream, and a Task the log holds is yielded as a status update (see streamEvent).
+func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, afterSeq int64, opened bool, stops func(a2a.TaskState) bool, finalOnly bool) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
-		c := cursor{seq: afterSeq, after: afterSeq}
+		c := cursor{seq: afterSeq, opened: opened}
 		for {
 			wait, over := e.advance(ctx, ts, owner, &c, stops, finalOnly, nil, yield)
 			if over {
@@ -707,9 +711,12 @@ func (e *Engine) watch(ctx context.Context, ts *taskState, owner store.Owner, af
 	}
 }
 
-// cursor is where a watch of a task's events stands: the last event it yielded, and the one it
-// started after.
-type cursor struct{ seq, after int64 }
+// cursor is where a watch of a task's events stands: the last event it yielded, and whether
+// its stream has begun (a first event was yielded, or the stream was begun before the watch).
+type cursor struct {
+	seq    int64
+	opened bool
+}
 
 // advance yields the events after c.seq that are at hand, in order, moving c on, and reports
 // whether the watch is over: the task reached a state in stops, nothing more can come, the
@@ -773,13 +780,16 @@ func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, 
 			return nil, true
 		}
 		for i, ev := range batch {
-			opening := c.seq == c.after // a stream's first event (the task as it stands) never ends it
 			c.seq = ev.Seq
 			if i > 0 && i%watchYield == 0 {
 				runtime.Gosched()
 			}
+			if c.opened {
+				ev.Event = streamEvent(ev.Event)
+			}
+			c.opened = true
 			st, ok := stateAfter(ev.Event)
-			last := ok && stops(st) && !opening && !resumeSnapshot(ev.Event, st)
+			last := ok && stops(st)
 			if hint != nil {
 				hint.More.Store(!last && i < len(batch)-1)
 			}
@@ -804,11 +814,18 @@ func stateAfter(ev a2a.Event) (a2a.TaskState, bool) {
 	return "", false
 }
 
-// resumeSnapshot reports whether ev is the Task snapshot a follow-up message logs when it
-// resumes an interrupted task: it still shows the interrupted state, but work resumes after it.
-func resumeSnapshot(ev a2a.Event, st a2a.TaskState) bool {
-	_, isTask := ev.(*a2a.Task)
-	return isTask && store.IsInterrupted(st)
+// streamEvent returns ev as a stream carries it once the stream has begun. A2A's stream shape
+// is a Task (or a single Message) first, then only status and artifact updates, so a Task the
+// log holds past a stream's first event — the task as a follow-up message resumed it, or a
+// Task an executor yielded mid-run — goes out as the status update it amounts to: its state,
+// with its status message, if any. (Its other changes, such as the follow-up message added to
+// the history, are the task's, for GetTask.)
+func streamEvent(ev a2a.Event) a2a.Event {
+	t, ok := ev.(*a2a.Task)
+	if !ok {
+		return ev
+	}
+	return &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}
 }
 
 func endsStream(s a2a.TaskState) bool { return store.IsTerminal(s) || store.IsInterrupted(s) }

@@ -85,6 +85,35 @@ func (s *scripted) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 				return
 			}
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case "askfirst":
+			// The executor's first event is the task itself, already waiting for input.
+			task := a2a.NewSubmittedTask(ec, ec.Message)
+			task.Status = a2a.TaskStatus{State: a2a.TaskStateInputRequired,
+				Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("what is your name?"))}
+			yield(task, nil)
+		case "retask":
+			// A whole Task mid-run, as a2a-go executors may yield: working, with an artifact.
+			if !yield(working, nil) {
+				return
+			}
+			task := a2a.NewSubmittedTask(ec, ec.Message)
+			task.Status = a2a.TaskStatus{State: a2a.TaskStateWorking}
+			task.Artifacts = []*a2a.Artifact{{ID: a2a.NewArtifactID(), Parts: a2a.ContentParts{a2a.NewTextPart("whole")}}}
+			if !yield(task, nil) {
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case "slowask":
+			// Working until released, then waiting for input.
+			if !yield(working, nil) {
+				return
+			}
+			select {
+			case <-s.gate(strings.Join(words[1:], " ")):
+			case <-ctx.Done():
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, nil), nil)
 		case "slow":
 			if !yield(working, nil) {
 				return
@@ -366,7 +395,9 @@ func TestInputRequiredAndResume(t *testing.T) {
 	if got := len(done.History); got != 3 {
 		t.Errorf("history has %d messages, want 3 (ask, question, answer)", got)
 	}
-	want := []string{"task:TASK_STATE_INPUT_REQUIRED", "task:TASK_STATE_INPUT_REQUIRED", "status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"}
+	// The stream shape of A2A: the Task first, then only updates. The follow-up resumed the task
+	// (working: the engine's update), then the agent worked.
+	want := []string{"task:TASK_STATE_INPUT_REQUIRED", "status:TASK_STATE_WORKING", "status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"}
 	if diff := cmp.Diff(want, <-subDone); diff != "" {
 		t.Errorf("subscription (-want +got):\n%s", diff)
 	}
@@ -379,6 +410,111 @@ func TestInputRequiredAndResume(t *testing.T) {
 			t.Errorf("SubscribeToTask(terminal task) error = %v, want UnsupportedOperation", err)
 		}
 		break
+	}
+}
+
+// untilSettled is how a client that ends a stream at the first terminal or interrupted state
+// (A2A allows it) reads one: the kinds of events up to that state.
+func untilSettled(t *testing.T, seq iter.Seq2[a2a.Event, error]) []string {
+	t.Helper()
+	var out []string
+	for ev, err := range seq {
+		if err != nil {
+			t.Fatalf("stream error = %v", err)
+		}
+		out = append(out, kinds([]a2a.Event{ev})...)
+		var st a2a.TaskState
+		switch x := ev.(type) {
+		case *a2a.Task:
+			st = x.Status.State
+		case *a2a.TaskStatusUpdateEvent:
+			st = x.Status.State
+		}
+		if st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired {
+			break
+		}
+	}
+	return out
+}
+
+// A streamed follow-up to an input-required task opens with the task as the message resumed
+// it — working, the message in its history — so a client that stops at an interrupted state
+// reads on to the answer; and nothing after the first event is a Task.
+func TestStreamedFollowUp(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("ask"))
+	req := follow(task, "Ann")
+	events := collect(t, e.SendStreamingMessage(ctx, req))
+	want := []string{"task:TASK_STATE_WORKING", "status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"}
+	if diff := cmp.Diff(want, kinds(events)); diff != "" {
+		t.Fatalf("streamed follow-up (-want +got):\n%s", diff)
+	}
+	first := events[0].(*a2a.Task)
+	if n := len(first.History); n != 3 || first.History[n-1].ID != req.Message.ID {
+		t.Errorf("first event's history = %d messages, want 3 ending with the follow-up %s", n, req.Message.ID)
+	}
+	if first.Status.Message != nil {
+		t.Errorf("first event's status message = %+v, want none (the question is answered)", first.Status.Message)
+	}
+
+	// The same, read by a client that ends the stream at an interrupted state.
+	task = send(t, e, ctx, msg("ask"))
+	if diff := cmp.Diff(want, untilSettled(t, e.SendStreamingMessage(ctx, follow(task, "Bo")))); diff != "" {
+		t.Errorf("follow-up read up to the first settled state (-want +got):\n%s", diff)
+	}
+	got, err := e.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != a2a.TaskStateCompleted || len(got.History) != 3 {
+		t.Errorf("GetTask after the follow-up = %v (err %v), want completed with 3 messages", got, err)
+	}
+}
+
+// A stream whose task is interrupted from its first event ends there, and so does a
+// subscription whose first live event interrupts the task.
+func TestStreamEndsAtFirstInterruption(t *testing.T) {
+	t.Parallel()
+	e, ex, _ := newEngine(t)
+	ctx, cancel := context.WithTimeout(as(t.Context(), "alice"), 10*time.Second)
+	defer cancel()
+	if diff := cmp.Diff([]string{"task:TASK_STATE_INPUT_REQUIRED"}, kinds(collect(t, e.SendStreamingMessage(ctx, msg("askfirst"))))); diff != "" {
+		t.Errorf("stream of a task that asks at once (-want +got):\n%s", diff)
+	}
+
+	req := msg("slowask k1")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	task := send(t, e, ctx, req)
+	waitState(t, e, ctx, task.ID, a2a.TaskStateWorking)
+	var got []string
+	for ev, err := range e.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+		if err != nil {
+			t.Fatalf("SubscribeToTask() error = %v", err)
+		}
+		got = append(got, kinds([]a2a.Event{ev})...)
+		if len(got) == 1 {
+			close(ex.gate("k1"))
+		}
+	}
+	if diff := cmp.Diff([]string{"task:TASK_STATE_WORKING", "status:TASK_STATE_INPUT_REQUIRED"}, got); diff != "" {
+		t.Errorf("subscription (-want +got):\n%s", diff)
+	}
+}
+
+// A Task an executor yields mid-run is stored as the task, and streamed as the status update it
+// amounts to.
+func TestMidRunTaskStreamsAsStatus(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEngine(t)
+	ctx := as(t.Context(), "alice")
+	events := collect(t, e.SendStreamingMessage(ctx, msg("retask")))
+	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING", "status:TASK_STATE_WORKING", "status:TASK_STATE_COMPLETED"}
+	if diff := cmp.Diff(want, kinds(events)); diff != "" {
+		t.Fatalf("stream (-want +got):\n%s", diff)
+	}
+	id := events[0].(*a2a.Task).ID
+	got, err := e.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+	if err != nil || len(got.Artifacts) != 1 || got.Artifacts[0].Parts[0].Text() != "whole" {
+		t.Errorf("GetTask() = %+v (err %v), want the artifact of the Task the executor yielded", got, err)
 	}
 }
 

@@ -107,6 +107,15 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	next := cloneRec(rec)
 	// The user's message is always recorded, even when a client reuses a message ID.
 	next.Task.History = append(next.Task.History, &msg)
+	// The executor sees the task as the message found it: its state says what it was waiting
+	// for (executors written for a2a-go look for input-required there).
+	stored := cloneTask(next.Task)
+	// The message resumes the task: it is working again from now on, and its log records it
+	// as it now stands. So the stream of a follow-up opens with a task no longer interrupted (a
+	// client may end a stream at an interrupted state), and a subscriber that waited on the
+	// interrupted task sees it resume as a status update (see streamEvent).
+	now := time.Now().UTC()
+	next.Task.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now}
 	snapshot := cloneTask(next.Task)
 	err = e.st.Update(ctx, next, []a2a.Event{snapshot})
 	e.wakePush()
@@ -120,7 +129,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 		}
 		return nil, owner, 0, err
 	}
-	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, cloneTask(next.Task)
+	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, stored
 	ts.mu.Lock()
 	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
 	e.startRunLocked(ts, execCtx, nil, next, nil)
@@ -158,7 +167,7 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 func (e *Engine) await(ctx context.Context, ts *taskState, owner store.Owner, after int64, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	immediate := req.Config != nil && req.Config.ReturnImmediately
 	// Waiting for the outcome only, unless the first event will do.
-	for ev, err := range e.watch(ctx, ts, owner, after, endsStream, !immediate) {
+	for ev, err := range e.watch(ctx, ts, owner, after, false, endsStream, !immediate) {
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +226,7 @@ func (e *Engine) SendMessageFunc(ctx context.Context, req *a2a.SendMessageReques
 		}()
 		return
 	}
-	w := &sendWait{e: e, ctx: ctx, ts: ts, owner: owner, c: cursor{seq: after, after: after}, req: req, done: done}
+	w := &sendWait{e: e, ctx: ctx, ts: ts, owner: owner, c: cursor{seq: after}, req: req, done: done}
 	w.wake = w.check
 	w.stop = context.AfterFunc(ctx, func() { w.finish(nil, context.Cause(ctx), false) })
 	w.check()
@@ -283,7 +292,9 @@ func (w *sendWait) finish(res a2a.SendMessageResult, err error, stop bool) {
 }
 
 // SendStreamingMessage runs the agent on a message and streams the task's events: the Task
-// first (or a single Message), then its updates, until it is finished or interrupted.
+// first (or a single Message), then its status and artifact updates, until it is finished or
+// interrupted. A follow-up message's stream opens with the task it resumed: working, with the
+// message in its history.
 func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if e.opts.NoStreaming {
@@ -298,7 +309,7 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 			yield(nil, err)
 			return
 		}
-		for ev, err := range e.watch(ctx, ts, owner, after, endsStream, false) {
+		for ev, err := range e.watch(ctx, ts, owner, after, false, endsStream, false) {
 			if !yield(withSeq(ev), err) || err != nil {
 				return
 			}
@@ -436,8 +447,10 @@ var knownStates = map[a2a.TaskState]bool{
 	a2a.TaskStateCanceled: true, a2a.TaskStateRejected: true,
 }
 
-// SubscribeToTask streams a task's events: the Task as it is now, then its updates, until it
-// reaches a terminal state (or, after being resumed, an interrupted one).
+// SubscribeToTask streams a task's events: the Task as it is now, then its status and artifact
+// updates, until it reaches a terminal state, or an interrupted one after the first event (a
+// subscription to an input-required task waits for the follow-up message and what it brings).
+// With Last-Event-ID (below) it ends only at a terminal state.
 //
 // Resuming a stream: every streamed event carries its sequence number in the task's log under
 // the metadata key SeqKey. A client that lost its stream subscribes again with the service
@@ -489,7 +502,8 @@ func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 		if resuming {
 			stops = store.IsTerminal
 		}
-		for ev, err := range e.watch(ctx, ts, owner, after, stops, false) {
+		// The stream has begun: with the snapshot above, or, resuming, before the client lost it.
+		for ev, err := range e.watch(ctx, ts, owner, after, true, stops, false) {
 			if !yield(withSeq(ev), err) || err != nil {
 				return
 			}
@@ -580,7 +594,7 @@ func (e *Engine) Events(ctx context.Context, tenant string, id a2a.TaskID, after
 			ts.rec = cloneRec(rec)
 		}
 		ts.mu.Unlock()
-		for ev, err := range e.watch(ctx, ts, owner, afterSeq, store.IsTerminal, false) {
+		for ev, err := range e.watch(ctx, ts, owner, afterSeq, afterSeq > 0, store.IsTerminal, false) {
 			if !yield(ev, err) || err != nil {
 				return
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/internal/a2atest"
 )
 
 // echo is the agent the Node script expects (see a2a_client.mjs).
@@ -135,5 +136,20 @@ func TestInteropA2AJSUpstreamStreamError(t *testing.T) {
 		if got := strings.TrimSpace(string(out)); got != tc.want {
 			t.Errorf("%s: the SDK saw %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestInteropA2AJSEngine runs a2a_engine.mjs, the @a2a-js/sdk client, over JSON-RPC and
+// HTTP+JSON against this project's engine behind the bindings (internal/a2atest): the stream
+// shape around an input-required task as the SDK sees it.
+func TestInteropA2AJSEngine(t *testing.T) {
+	node := needNode(t, "@a2a-js/sdk")
+	srv := a2atest.Start(t, nil)
+	wantSteps := []string{"card", "followup-stream", "subscribe-resume"}
+	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			runSteps(t, node, wantSteps, "a2a_engine.mjs", srv.URL, b)
+		})
 	}
 }

@@ -336,6 +336,32 @@ await step('input-required', async () => {
   return { answer: textOf(second.task.status.message) };
 });
 
+await step('input-required-stream', async () => {
+  // A2A's stream shape across an input-required task: a Task first, then only updates. A
+  // subscriber on the interrupted task sees it resume; the streamed answer opens with the task
+  // working again, so a reader that stops at an interrupted state reads on to the answer.
+  const asked = await alice.sendMessage(msg('ask'));
+  const t = asked.task;
+  const subscribed = [];
+  let first;
+  const isSubscribed = new Promise((r) => { first = r; });
+  const subscription = alice.subscribeToTask({ id: t.id }, (ev) => { subscribed.push(kind(ev)); first(); });
+  await isSubscribed;
+  const res = await alice.sendStreamingMessage(msg('Ada', { to: { taskId: t.id, contextId: t.contextId } }));
+  const streamed = [];
+  for await (const ev of res.stream) {
+    streamed.push(kind(ev));
+    const st = (ev.task ?? ev.statusUpdate)?.status?.state;
+    if (['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'INPUT_REQUIRED', 'AUTH_REQUIRED'].map(S).includes(st)) break;
+  }
+  res[Symbol.dispose]();
+  const final = await subscription;
+  check(JSON.stringify(streamed) === JSON.stringify(['task(WORKING)', 'status(COMPLETED)']), `streamed answer ${JSON.stringify(streamed)}`);
+  check(JSON.stringify(subscribed) === JSON.stringify(['task(INPUT_REQUIRED)', 'status(WORKING)', 'status(COMPLETED)']), `subscriber ${JSON.stringify(subscribed)}`);
+  check(final.task?.status.state === S('COMPLETED'), `subscription result ${JSON.stringify(final)}`);
+  return { streamed, subscribed };
+});
+
 await step('push-config', async () => {
   const taskId = aliceTask.id;
   const want = [-32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED'];

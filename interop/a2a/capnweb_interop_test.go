@@ -76,7 +76,7 @@ func TestInteropCapnwebA2A(t *testing.T) {
 
 	wantSteps := []string{
 		"card", "authenticate", "pipeline", "send", "get", "list", "cancel", "task-handle",
-		"stream-observer", "stream-readable", "subscribe", "input-required", "push-config",
+		"stream-observer", "stream-readable", "subscribe", "input-required", "input-required-stream", "push-config",
 		"extended-card", "errors", "scoping", "push-callback", "disposal", "batch", "batch-cancel",
 	}
 	lines := runSteps(t, node, wantSteps, "capnweb_client.mjs", url)
