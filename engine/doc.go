@@ -25,6 +25,10 @@
 //   - The 1.0 semantics of each operation: blocking sends by default and returnImmediately,
 //     historyLength everywhere, resuming input-required tasks with a follow-up message, cancel,
 //     ListTasks with every filter and cursor pagination.
+//   - Input checked before anything runs: every identifier of a request (task, context,
+//     message, reference and push config IDs, the tenant, the principal) must be UTF-8 without
+//     NUL and at most MaxIDBytes long, else INVALID_PARAMS, on every store alike. A store
+//     failure reaches the caller as INTERNAL_ERROR; the store's own text goes to the log.
 //   - SendMessageFunc, a blocking send that holds no goroutine while the agent works: the
 //     goroutine that settles the task calls back with the outcome (the capnweb binding uses it).
 //

@@ -766,7 +766,7 @@ func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, 
 		if fromStore {
 			evs, err := e.st.Events(ctx, owner, ts.id, c.seq, 0)
 			if err != nil {
-				yield(store.Event{}, err)
+				yield(store.Event{}, e.storeErr(err))
 				return nil, true
 			}
 			batch = evs
@@ -842,14 +842,6 @@ func isProtocolError(err error) bool {
 		}
 	}
 	return false
-}
-
-// notFound maps store misses to the protocol error.
-func notFound(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return a2a.ErrTaskNotFound
-	}
-	return err
 }
 
 func (e *Engine) checkOpen() error {

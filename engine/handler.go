@@ -34,12 +34,17 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	if len(req.Message.Parts) == 0 {
 		return nil, owner, 0, fmt.Errorf("%w: message.parts must not be empty", a2a.ErrInvalidParams)
 	}
+	if owner, err = callerOf(ctx, req.Tenant); err != nil {
+		return nil, owner, 0, err
+	}
+	if err := checkSend(req); err != nil {
+		return nil, owner, 0, err
+	}
 	if req.Config != nil && req.Config.PushConfig != nil {
 		if err := e.checkPushConfig(ctx, req.Config.PushConfig); err != nil {
 			return nil, owner, 0, err
 		}
 	}
-	owner = ownerOf(ctx, req.Tenant)
 	msg := *req.Message
 	if msg.Role == "" {
 		msg.Role = a2a.MessageRoleUser
@@ -72,7 +77,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	// A follow-up message: it resumes an interrupted task.
 	rec, err := e.st.Get(ctx, owner, msg.TaskID)
 	if err != nil {
-		return nil, owner, 0, notFound(err)
+		return nil, owner, 0, e.storeErr(err)
 	}
 	if store.IsTerminal(rec.Task.Status.State) {
 		return nil, owner, 0, fmt.Errorf("%w: task %s is %s and accepts no more messages", a2a.ErrUnsupportedOperation, rec.Task.ID, rec.Task.Status.State)
@@ -101,7 +106,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 			ts.run = nil
 			ts.mu.Unlock()
 			e.release(ts)
-			return nil, owner, 0, notFound(err)
+			return nil, owner, 0, e.storeErr(err)
 		}
 	}
 	next := cloneRec(rec)
@@ -127,7 +132,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 		if errors.Is(err, store.ErrConflict) {
 			return nil, owner, 0, fmt.Errorf("%w: task %s changed meanwhile; retry", a2a.ErrUnsupportedOperation, rec.Task.ID)
 		}
-		return nil, owner, 0, err
+		return nil, owner, 0, e.storeErr(err)
 	}
 	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, stored
 	ts.mu.Lock()
@@ -322,9 +327,16 @@ func (e *Engine) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Tas
 	if req.HistoryLength != nil && *req.HistoryLength < 0 {
 		return nil, fmt.Errorf("%w: historyLength must not be negative", a2a.ErrInvalidParams)
 	}
-	rec, err := e.st.Get(ctx, ownerOf(ctx, req.Tenant), req.ID)
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkID("id", string(req.ID))
+	}
 	if err != nil {
-		return nil, notFound(err)
+		return nil, err
+	}
+	rec, err := e.st.Get(ctx, owner, req.ID)
+	if err != nil {
+		return nil, e.storeErr(err)
 	}
 	return shape(rec.Task, req.HistoryLength, true), nil
 }
@@ -340,16 +352,23 @@ func (e *Engine) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 	if req.Status != "" && !knownStates[req.Status] {
 		return nil, fmt.Errorf("%w: unknown task state %q", a2a.ErrInvalidParams, req.Status)
 	}
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkID("contextId", req.ContextID)
+	}
+	if err != nil {
+		return nil, err
+	}
 	q := store.ListQuery{ContextID: req.ContextID, State: req.Status, PageSize: req.PageSize, PageToken: req.PageToken}
 	if req.StatusTimestampAfter != nil {
 		q.UpdatedAfter = *req.StatusTimestampAfter
 	}
-	res, err := e.st.List(ctx, ownerOf(ctx, req.Tenant), q)
+	res, err := e.st.List(ctx, owner, q)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("%w: invalid pageToken", a2a.ErrInvalidParams)
 		}
-		return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+		return nil, e.storeErr(err)
 	}
 	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, NextPageToken: res.NextPageToken}
 	for _, t := range res.Tasks {
@@ -367,10 +386,16 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
-	owner := ownerOf(ctx, req.Tenant)
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkID("id", string(req.ID))
+	}
+	if err != nil {
+		return nil, err
+	}
 	rec, err := e.st.Get(ctx, owner, req.ID)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, e.storeErr(err)
 	}
 	if store.IsTerminal(rec.Task.Status.State) {
 		return nil, fmt.Errorf("%w: task %s is %s", a2a.ErrTaskNotCancelable, rec.Task.ID, rec.Task.Status.State)
@@ -399,7 +424,7 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 	for attempt := 0; attempt < 8; attempt++ {
 		if attempt > 0 {
 			if rec, err = e.st.Get(ctx, owner, req.ID); err != nil {
-				return nil, notFound(err)
+				return nil, e.storeErr(err)
 			}
 			if store.IsTerminal(rec.Task.Status.State) {
 				if rec.Task.Status.State == a2a.TaskStateCanceled {
@@ -426,7 +451,7 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 		}
 		e.wakePush()
 		if err != nil {
-			return nil, err
+			return nil, e.storeErr(err)
 		}
 		ts.mu.Lock()
 		e.publishLocked(ts, cloneRec(next), evs)
@@ -463,7 +488,14 @@ func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 			yield(nil, a2a.ErrUnsupportedOperation)
 			return
 		}
-		owner := ownerOf(ctx, req.Tenant)
+		owner, err := callerOf(ctx, req.Tenant)
+		if err == nil {
+			err = checkID("id", string(req.ID))
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 		last, resuming, err := lastEventID(ctx)
 		if err != nil {
 			yield(nil, err)
@@ -475,7 +507,7 @@ func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 		defer e.release(ts)
 		rec, err := e.st.Get(ctx, owner, req.ID)
 		if err != nil {
-			yield(nil, notFound(err))
+			yield(nil, e.storeErr(err))
 			return
 		}
 		if store.IsTerminal(rec.Task.Status.State) && !(resuming && last < rec.LastSeq) {
@@ -581,12 +613,19 @@ func setSeq(m *map[string]any, seq int64) {
 // follows it live like SubscribeToTask. Each event comes with its sequence number.
 func (e *Engine) Events(ctx context.Context, tenant string, id a2a.TaskID, afterSeq int64) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
-		owner := ownerOf(ctx, tenant)
+		owner, err := callerOf(ctx, tenant)
+		if err == nil {
+			err = checkID("id", string(id))
+		}
+		if err != nil {
+			yield(store.Event{}, err)
+			return
+		}
 		ts := e.state(id) // before the read, as in SubscribeToTask
 		defer e.release(ts)
 		rec, err := e.st.Get(ctx, owner, id)
 		if err != nil {
-			yield(store.Event{}, notFound(err))
+			yield(store.Event{}, e.storeErr(err))
 			return
 		}
 		ts.mu.Lock()
@@ -632,12 +671,19 @@ func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) 
 	if err := e.checkPushConfig(ctx, req); err != nil {
 		return nil, err
 	}
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkPushIDs(req.TaskID, req.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
 	cfg := *req
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
 	}
-	if err := e.st.PutPushConfig(ctx, ownerOf(ctx, req.Tenant), &cfg); err != nil {
-		return nil, notFound(err)
+	if err := e.st.PutPushConfig(ctx, owner, &cfg); err != nil {
+		return nil, e.storeErr(err)
 	}
 	return &cfg, nil
 }
@@ -646,9 +692,16 @@ func (e *Engine) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConf
 	if err := e.pushAllowed(); err != nil {
 		return nil, err
 	}
-	cfg, err := e.st.GetPushConfig(ctx, ownerOf(ctx, req.Tenant), req.TaskID, req.ID)
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkPushIDs(req.TaskID, req.ID)
+	}
 	if err != nil {
-		return nil, notFound(err)
+		return nil, err
+	}
+	cfg, err := e.st.GetPushConfig(ctx, owner, req.TaskID, req.ID)
+	if err != nil {
+		return nil, e.storeErr(err)
 	}
 	return cfg, nil
 }
@@ -657,9 +710,16 @@ func (e *Engine) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushC
 	if err := e.pushAllowed(); err != nil {
 		return nil, err
 	}
-	cfgs, err := e.st.ListPushConfigs(ctx, ownerOf(ctx, req.Tenant), req.TaskID)
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkPushIDs(req.TaskID, "")
+	}
 	if err != nil {
-		return nil, notFound(err)
+		return nil, err
+	}
+	cfgs, err := e.st.ListPushConfigs(ctx, owner, req.TaskID)
+	if err != nil {
+		return nil, e.storeErr(err)
 	}
 	if cfgs == nil {
 		cfgs = []*a2a.PushConfig{}
@@ -671,8 +731,14 @@ func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPu
 	if err := e.pushAllowed(); err != nil {
 		return err
 	}
-	owner := ownerOf(ctx, req.Tenant)
-	err := e.st.DeletePushConfig(ctx, owner, req.TaskID, req.ID)
+	owner, err := callerOf(ctx, req.Tenant)
+	if err == nil {
+		err = checkPushIDs(req.TaskID, req.ID)
+	}
+	if err != nil {
+		return err
+	}
+	err = e.st.DeletePushConfig(ctx, owner, req.TaskID, req.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleting is idempotent (A2A 1.0 §3.1.10): a config already gone is not an error,
 		// as long as the task is the caller's.
@@ -680,7 +746,7 @@ func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPu
 			return nil
 		}
 	}
-	return notFound(err)
+	return e.storeErr(err)
 }
 
 // GetExtendedAgentCard serves the extended card to authenticated callers.
