@@ -47,6 +47,7 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSameAsUnmarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRequest$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzFreeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
+	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./netguard
 
 bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb

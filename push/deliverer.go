@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -25,18 +26,21 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/a2awebcap/a2awebcap/netguard"
 	"github.com/a2awebcap/a2awebcap/store"
 )
 
 // Options configure a Deliverer. Nil means the documented defaults.
 type Options struct {
-	// Allow lists networks that may be sent to although they are not public (for example
-	// 127.0.0.1/32 for a receiver on the same host). Nil: none.
-	Allow []netip.Prefix
-	// AllowHosts lists host names that may be sent to whatever they resolve to. Nil: none.
+	// Allow, AllowHosts, Deny, NAT64 and Resolver configure the SSRF guard every URL and
+	// every dial goes through, as the netguard.Options fields of the same names do (New
+	// panics where netguard.New does). All nil: public addresses only, resolved by
+	// net.DefaultResolver.
+	Allow      []netip.Prefix
 	AllowHosts []string
-	// Resolver resolves push URL hosts. Nil means net.DefaultResolver.
-	Resolver Resolver
+	Deny       []netip.Prefix
+	NAT64      []netip.Prefix
+	Resolver   Resolver
 	// Timeout bounds one attempt (connect, send, response). Zero means 10s.
 	Timeout time.Duration
 	// MaxAttempts is how many attempts a delivery gets before it is dropped (and logged).
@@ -63,7 +67,7 @@ type Deliverer struct {
 	key    *Key
 	opts   Options
 	log    *slog.Logger
-	guard  *guard
+	guard  *netguard.Guard
 	client *http.Client
 
 	wake   chan struct{}
@@ -104,17 +108,12 @@ func New(st store.Store, key *Key, opts *Options) *Deliverer {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	d.guard = newGuard(o.Allow, o.AllowHosts, o.Resolver, o.Timeout)
+	d.guard = netguard.New(&netguard.Options{Allow: o.Allow, AllowHosts: o.AllowHosts, Deny: o.Deny, NAT64: o.NAT64,
+		Resolver: o.Resolver, Dialer: &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}})
+	tr := d.guard.Transport() // dials only allowed addresses, through no proxy
+	tr.ResponseHeaderTimeout = o.Timeout
 	d.client = &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 nil, // a proxy would dial for us, past the guard
-			DialContext:           d.guard.dial,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: o.Timeout,
-		},
+		Transport: tr,
 		// Redirects are not followed: a receiver answers 2xx, and a redirect is how a public
 		// host would point us at a private one.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -130,7 +129,7 @@ func New(st store.Store, key *Key, opts *Options) *Deliverer {
 // resolves only to public addresses (else an error wrapping ErrBlocked). A host that does not
 // resolve is accepted: the address is checked again on every delivery.
 func (d *Deliverer) CheckURL(ctx context.Context, rawURL string) error {
-	return d.guard.checkURL(ctx, rawURL)
+	return checkURL(ctx, d.guard, rawURL)
 }
 
 // Wake makes the deliverer look at the outbox now: call it after writing events.

@@ -32,12 +32,14 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 }
 
 var names = fakeResolver{
-	"public.example":  {netip.MustParseAddr("93.184.216.34")},
-	"private.example": {netip.MustParseAddr("192.168.1.10")},
-	"mixed.example":   {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.1.2.3")},
-	"meta.example":    {netip.MustParseAddr("169.254.169.254")},
-	"v6local.example": {netip.MustParseAddr("fd00::1")},
-	"loop.example":    {netip.MustParseAddr("127.0.0.1")},
+	"public.example":    {netip.MustParseAddr("93.184.216.34")},
+	"private.example":   {netip.MustParseAddr("192.168.1.10")},
+	"mixed.example":     {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.1.2.3")},
+	"meta.example":      {netip.MustParseAddr("169.254.169.254")},
+	"v6local.example":   {netip.MustParseAddr("fd00::1")},
+	"loop.example":      {netip.MustParseAddr("127.0.0.1")},
+	"nat64.example":     {netip.MustParseAddr("64:ff9b::a9fe:a9fe")},
+	"sixtofour.example": {netip.MustParseAddr("2002:c0a8:101::1")},
 }
 
 func TestCheckURL(t *testing.T) {
@@ -68,6 +70,21 @@ func TestCheckURL(t *testing.T) {
 		{"http://224.0.0.1/", strict, false, true},
 		{"http://[::ffff:10.0.0.1]/", strict, false, true},
 		{"http://100.64.0.1/", strict, false, true},
+		// IPv6 forms that embed a refused IPv4 address (issue 23).
+		{"http://[64:ff9b::a9fe:a9fe]/latest/meta-data", strict, false, true}, // NAT64: 169.254.169.254
+		{"http://[64:ff9b::7f00:1]/", strict, false, true},
+		{"http://[64:ff9b:1::808:808]/", strict, false, true},                   // local-use NAT64
+		{"http://[2002:a9fe:a9fe::1]/", strict, false, true},                    // 6to4 of 169.254.169.254
+		{"http://[2001:0:5db8:d822:8000:63bf:f5ff:fffe]/", strict, false, true}, // Teredo client 10.0.0.1
+		{"http://[::169.254.169.254]/", strict, false, true},                    // IPv4-compatible
+		{"http://[::127.0.0.1]/", strict, false, true},
+		{"http://[::ffff:169.254.169.254]/", strict, false, true}, // IPv4-mapped
+		{"https://nat64.example/", strict, false, true},
+		{"https://sixtofour.example/", strict, false, true},
+		{"http://[64:ff9b::5db8:d822]/", strict, true, false}, // NAT64 of a public address
+		{"http://[2001:db8::1]/", strict, false, true},        // documentation
+		{"http://198.18.0.1/", strict, false, true},           // benchmarking
+		{"http://192.88.99.1/", strict, false, true},          // 6to4 relay anycast
 		{"https://private.example/", strict, false, true},
 		{"https://mixed.example/", strict, false, true},
 		{"https://meta.example/", strict, false, true},
@@ -373,11 +390,13 @@ func TestBlockedAtDial(t *testing.T) {
 	r := newReceiver(t, "http://unused.invalid/")
 	_, port, _ := net.SplitHostPort(r.addr)
 	for _, u := range []string{
-		"http://127.0.0.1:" + port + "/hook",      // loopback, not allow-listed here
-		"http://loop.example:" + port + "/hook",   // a name resolving to loopback
-		"http://10.0.0.1:" + port + "/hook",       // private
-		"http://169.254.169.254/latest/meta-data", // metadata service
-		"http://private.example/hook",             // a name resolving to a private address
+		"http://127.0.0.1:" + port + "/hook",         // loopback, not allow-listed here
+		"http://loop.example:" + port + "/hook",      // a name resolving to loopback
+		"http://10.0.0.1:" + port + "/hook",          // private
+		"http://169.254.169.254/latest/meta-data",    // metadata service
+		"http://private.example/hook",                // a name resolving to a private address
+		"http://[64:ff9b::7f00:1]:" + port + "/hook", // NAT64 form of loopback
+		"http://nat64.example/hook",                  // a name resolving to NAT64 metadata
 	} {
 		t.Run(u, func(t *testing.T) {
 			t.Parallel()

@@ -21,7 +21,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -94,8 +93,7 @@ type serveConfig struct {
 	addr, grpcAddr, db, agent, name, baseURL, logLevel, capnwebJS string
 	drain                                                         time.Duration
 	serve03, noPush                                               bool
-	pushAllow                                                     []netip.Prefix
-	pushAllowHosts                                                []string
+	push                                                          pushConfig
 	auth                                                          authConfig
 	tls                                                           tlsConfig
 	quota                                                         quotaConfig
@@ -157,7 +155,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.Float64Var(&c.rateLimit, "rate-limit", 0, "requests per second each principal (each IP address, for anonymous callers) may make, in bursts of twice that; 0: no limit")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
 	fs.BoolVar(&c.noPush, "no-push", false, "do not offer push notifications (the card says pushNotifications: false)")
-	pushAllow := fs.String("push-allow", envOr("A2AWEBCAP_PUSH_ALLOW", ""), "comma-separated `CIDRs and host names` push notifications may be sent to although they are not public (e.g. 127.0.0.1/32 for a receiver on this host); by default only public addresses are (A2AWEBCAP_PUSH_ALLOW)")
+	c.push.flags(fs)
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
 	c.auth.flags(fs)
 	c.tls.flags(fs)
@@ -179,20 +177,8 @@ Flags (each can also be set by the environment variable shown):
 			return c, fmt.Errorf("-llm-url: %q is not an http(s) URL", c.llmURL)
 		}
 	}
-	for _, a := range strings.Split(*pushAllow, ",") {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
-		}
-		if p, err := netip.ParsePrefix(a); err == nil {
-			c.pushAllow = append(c.pushAllow, p.Masked())
-		} else if ip, err := netip.ParseAddr(a); err == nil {
-			c.pushAllow = append(c.pushAllow, netip.PrefixFrom(ip, ip.BitLen()))
-		} else if strings.ContainsAny(a, "/:") {
-			return c, fmt.Errorf("-push-allow: %q is neither a CIDR, an address nor a host name", a)
-		} else {
-			c.pushAllowHosts = append(c.pushAllowHosts, a)
-		}
+	if err := c.push.parse(); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -235,7 +221,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if pushKey, err = push.LoadKey(ctx, st); err != nil {
 			return fmt.Errorf("push signing key: %w", err)
 		}
-		d := push.New(st, pushKey, &push.Options{Allow: c.pushAllow, AllowHosts: c.pushAllowHosts, Logger: log})
+		d := push.New(st, pushKey, c.push.options(log))
 		defer d.Close() // after the engine: deliveries its last writes enqueued are kept for the next start
 		pusher = d
 	}

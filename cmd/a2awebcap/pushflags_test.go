@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/a2awebcap/a2awebcap/push"
+	"github.com/a2awebcap/a2awebcap/store/memory"
+)
+
+// serve's push flags reach the deliverer's guard: -push-allow opens, -push-deny closes (and
+// wins), -push-nat64 judges a network-specific NAT64 prefix by the IPv4 address it embeds.
+func TestPushFlags(t *testing.T) {
+	t.Parallel()
+	c, err := parseServe([]string{"-push-allow", "127.0.0.1, hooks.internal, 10.0.0.0/8",
+		"-push-deny", "10.1.0.0/16,93.184.216.34", "-push-nat64", "2a00:1:2:3::/64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	key, err := push.LoadKey(t.Context(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := push.New(st, key, c.push.options(slog.Default()))
+	t.Cleanup(func() { d.Close() })
+	for url, ok := range map[string]bool{
+		"http://127.0.0.1:9/hook":             true,
+		"http://hooks.internal/hook":          true,
+		"http://10.2.3.4/hook":                true,
+		"http://10.1.2.3/hook":                false, // denied within an allowed network
+		"http://93.184.216.34/hook":           false, // denied although public
+		"http://[2a00:1:2:3:a:0:1:0]/hook":    true,  // NAT64 of 10.0.0.1, allowed
+		"http://[2a00:1:2:3:a9:fea9:fe00:0]/": false, // NAT64 of 169.254.169.254
+		"http://[2a00:1:2:3:8:808:800:0]/":    true,  // NAT64 of 8.8.8.8
+		"http://[64:ff9b::a9fe:a9fe]/":        false,
+	} {
+		if err := d.CheckURL(t.Context(), url); (err == nil) != ok || (err != nil && !errors.Is(err, push.ErrBlocked)) {
+			t.Errorf("CheckURL(%s) = %v; want allowed %v", url, err, ok)
+		}
+	}
+	for _, tc := range []struct{ args []string }{
+		{[]string{"-push-deny", "hooks.internal"}},
+		{[]string{"-push-nat64", "2a00:1::/33"}},
+		{[]string{"-push-nat64", "10.0.0.0/8"}},
+		{[]string{"-push-allow", "10.0.0.0/33"}},
+	} {
+		if _, err := parseServe(tc.args); err == nil || !strings.HasPrefix(err.Error(), tc.args[0]) {
+			t.Errorf("parseServe(%q) = %v; want an error about %s", tc.args, err, tc.args[0])
+		}
+	}
+	if p := netip.MustParsePrefix("2a00:1:2:3::/64"); len(c.push.nat64) != 1 || c.push.nat64[0] != p {
+		t.Errorf("-push-nat64 gave %v, want [%s]", c.push.nat64, p)
+	}
+}
