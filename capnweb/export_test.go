@@ -16,3 +16,11 @@ func (s *Session) TableIDs() (imports, exports []int64) {
 	sort.Slice(exports, func(i, j int) bool { return exports[i] < exports[j] })
 	return imports, exports
 }
+
+// HeldTargets counts the targets the session holds references to, for Dispose (tests use it to
+// catch a reference that is never released).
+func (s *Session) HeldTargets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.targets)
+}

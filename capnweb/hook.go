@@ -322,20 +322,29 @@ func (p *promiseHook) release() {
 // valueHook is a settled value: the result of a call, or data pushed by the peer. It owns the
 // stubs inside its value when owned is true (values that came off the wire); values returned by
 // Go methods are not owned: their targets are exported afresh whenever they are serialized.
+// It holds a reference to each Disposer target in its value (held), as long as it lives.
 type valueHook struct {
 	mu    sync.Mutex
 	v     any
+	refs  int32
 	owned bool
 	plain bool // isPlain(v): pulls share v, and releasing it does nothing
-	refs  int
 	exec  *Session
+	held  *[]*localHook // the targets in v (holdTargets), if any: only values made in Go have some
 }
 
+// newValueHook holds v, a value made in Go or a part of one (which may hold targets).
 func newValueHook(v any, owned bool, exec *Session) *valueHook {
-	return newValueHookPlain(v, owned, isPlain(v), exec)
+	h := newValueHookPlain(v, owned, isPlain(v), exec)
+	if held := exec.holdTargets(v); held != nil {
+		h.held = new([]*localHook) // only here: &held would move held to the heap every time
+		*h.held = held
+	}
+	return h
 }
 
-// newValueHookPlain is newValueHook for a value whose plainness the caller knows.
+// newValueHookPlain holds v, received from the peer (which holds no targets), whose
+// plainness the caller knows.
 func newValueHookPlain(v any, owned, plain bool, exec *Session) *valueHook {
 	return &valueHook{v: v, owned: owned, plain: plain, refs: 1, exec: exec}
 }
@@ -352,8 +361,15 @@ func (h *valueHook) release() {
 	h.refs--
 	last := h.refs == 0
 	h.mu.Unlock()
-	if last && h.owned && !h.plain {
+	if !last {
+		return
+	}
+	if h.owned && !h.plain {
 		releaseValue(h.v)
+	}
+	if h.held != nil {
+		releaseHeld(*h.held)
+		h.held = nil
 	}
 }
 
@@ -375,7 +391,7 @@ func (h *valueHook) get(path []any) hook {
 	}
 	return followValue(h.v, path, h.exec, func(rest hook, p []any) hook { return rest.get(p) },
 		func(v any) hook {
-			if h.plain {
+			if h.plain && h.held == nil {
 				return newValueHookPlain(v, true, true, h.exec)
 			}
 			return newValueHook(copyValue(v), true, h.exec)
@@ -385,7 +401,7 @@ func (h *valueHook) get(path []any) hook {
 func (h *valueHook) call(path []any, args *payload) hook {
 	if len(path) == 0 {
 		if isCallable(h.v) {
-			return newLocalHook(h.v, h.exec).callAndRelease(nil, args)
+			return callLocal(h.v, h.exec, nil, args)
 		}
 		args.release()
 		return errorHook{NewError("TypeError", "value is not a function")}
@@ -394,8 +410,15 @@ func (h *valueHook) call(path []any, args *payload) hook {
 	return followValue(h.v, parent, h.exec, func(rest hook, p []any) hook {
 		return rest.call(append(p, last), args)
 	}, func(v any) hook {
-		return newLocalHook(v, h.exec).callAndRelease([]any{last}, args)
+		return callLocal(v, h.exec, []any{last}, args)
 	})
+}
+
+// callLocal calls the local value v at path (see localHook.callAndRelease).
+func callLocal(v any, exec *Session, path []any, args *payload) hook {
+	lh := newLocalHook(v, exec)
+	defer lh.release() // the call holds its own reference
+	return lh.callAndRelease(path, args)
 }
 
 func (h *valueHook) remap(path []any, captures []hook, instrs []any) hook {
@@ -439,7 +462,9 @@ func followValue(v any, path []any, exec *Session, delegate func(h hook, rest []
 			return delegate(x.h, path[i:])
 		}
 		if isTarget(v) {
-			return delegate(newLocalHook(v, exec), path[i:])
+			lh := newLocalHook(v, exec)
+			defer lh.release() // what delegate starts holds its own reference
+			return delegate(lh, path[i:])
 		}
 		v = property(v, part)
 	}

@@ -196,10 +196,13 @@ func applyMap(s *Session, input any, captures []hook, instrs []any) hook {
 		return errorHook{err}
 	}
 	one := func(elem any) (any, error) {
-		mi := &mapImporter{s: s, captures: captures, vars: []hook{newValueHook(copyValue(elem), true, s)}}
+		var in hook
 		if isTarget(elem) || isCallable(elem) {
-			mi.vars[0] = newLocalHook(elem, s)
+			in = newLocalHook(elem, s)
+		} else {
+			in = newValueHook(copyValue(elem), true, s)
 		}
+		mi := &mapImporter{s: s, captures: captures, vars: []hook{in}}
 		defer func() { releaseHooks(mi.vars) }()
 		for i, in := range parsed {
 			ev := evaluator{im: mi, lim: &lim}

@@ -856,46 +856,9 @@ func resultHook(v any, err error, s *Session) hook {
 	return newValueHook(v, false, s)
 }
 
-// exportableHook returns the hook to export for a local value, counting target references so
-// the target's Dispose runs when the peer lets go of it.
-func (s *Session) exportableHook(v any) hook {
-	if _, ok := v.(Disposer); !ok || !isComparable(v) {
-		return newLocalHook(v, s)
-	}
-	s.mu.Lock()
-	ref := s.targets[v]
-	if ref == nil {
-		ref = &targetRef{}
-		if s.targets == nil {
-			s.targets = map[any]*targetRef{}
-		}
-		s.targets[v] = ref
-	}
-	ref.refs++
-	s.mu.Unlock()
-	return &localHook{v: v, exec: s, ref: ref}
-}
-
-func (s *Session) targetRefAdd(v any, ref *targetRef, n int) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	ref.refs += n
-	last := ref.refs == 0
-	if last && s.targets[v] == ref {
-		delete(s.targets, v)
-	}
-	s.mu.Unlock()
-	if last {
-		if d, ok := v.(Disposer); ok {
-			func() {
-				defer func() { recover() }()
-				d.Dispose()
-			}()
-		}
-	}
-}
+// exportableHook returns the hook to export for a local value: one that counts as a reference
+// to a Disposer target, so that its Dispose runs when the peer lets go of it.
+func (s *Session) exportableHook(v any) hook { return newLocalHook(v, s) }
 
 // ---- the export side ----
 
@@ -1427,10 +1390,4 @@ func (s *Session) importID(h hook) (int64, bool) {
 		return 0, false
 	}
 	return ih.e.id, true
-}
-
-func isComparable(v any) bool {
-	defer func() { recover() }()
-	_ = map[any]bool{v: true}
-	return true
 }

@@ -28,14 +28,22 @@ import (
 //
 //	RPCMethods() []string     // when present, only these names are exposed
 //	RPCProperties() []string  // names of no-argument methods served as properties (getters)
-//	Dispose()                 // called when the last peer reference is released
+//	Dispose()                 // called when the session no longer holds the target
+//
+// A session holds a target while the peer holds a stub to it, while the promise of a call
+// that returned it (anywhere in its result) is not released — even if the peer only ever
+// pipelined calls on it, or never used it — and while a call on it is under way. Dispose runs
+// once, when the last of these goes, or when the session ends; a target returned again later
+// is held anew. A target the program keeps (a singleton, say) is told each time a session lets
+// go of it.
 type Target struct{}
 
 func (Target) capnwebTarget() {}
 
 type targetMarker interface{ capnwebTarget() }
 
-// Disposer is implemented by targets that want to know when the peer no longer holds them.
+// Disposer is implemented by targets that want to know when a session no longer holds them
+// (see Target).
 type Disposer interface{ Dispose() }
 
 // Names never exposed, whatever the target: JavaScript's Object.prototype members, which the JS
@@ -301,15 +309,15 @@ func joinPath(path []any) string {
 type localHook struct {
 	v    any
 	exec *Session
-	ref  *targetRef // nil for transient hooks; counts peer references for Dispose
+	ref  *targetRef // a Disposer's count of references in exec (dispose.go); nil: not counted
 }
 
-// targetRef counts the references a session's peer holds to one target.
-type targetRef struct {
-	refs int
-}
-
+// newLocalHook returns a hook on v whose calls run in exec (nil: in goroutines of their own).
+// On a session, a hook on a Disposer target counts as a reference to it: release it.
 func newLocalHook(v any, exec *Session) *localHook {
+	if h := exec.countedHook(v); h != nil {
+		return h
+	}
 	return &localHook{v: v, exec: exec}
 }
 
@@ -338,9 +346,10 @@ func (h *localHook) get(path []any) hook {
 	if len(path) == 0 {
 		return h.dup()
 	}
-	return h.exec.run(nil, func(ctx context.Context) (any, error) {
-		return walkLocal(ctx, h.v, path)
-	})
+	v := h.v
+	return holdUntilSettled(h.hold(), h.exec.run(nil, func(ctx context.Context) (any, error) {
+		return walkLocal(ctx, v, path)
+	}))
 }
 
 func (h *localHook) call(path []any, args *payload) hook {
@@ -385,26 +394,28 @@ func (h *localHook) callAndRelease(path []any, args *payload) hook {
 		}
 		return invoke(ctx, fn, list)
 	}
+	keep := h.hold() // the call holds the target until it has run
 	if !hasPending(args.v) {
-		return h.exec.run(nil, body)
+		return holdUntilSettled(keep, h.exec.run(nil, body))
 	}
-	return h.exec.runAfter(localWaits(args.v), args, body)
+	return holdUntilSettled(keep, h.exec.runAfter(localWaits(args.v), args, body))
 }
 
 func (h *localHook) remap(path []any, captures []hook, instrs []any) hook {
-	return h.exec.run(nil, func(ctx context.Context) (any, error) {
-		v, err := walkLocal(ctx, h.v, path)
+	target, exec := h.v, h.exec
+	return holdUntilSettled(h.hold(), exec.run(nil, func(ctx context.Context) (any, error) {
+		v, err := walkLocal(ctx, target, path)
 		if err != nil {
 			releaseHooks(captures)
 			return nil, err
 		}
 		if len(path) == 0 {
 			// Mapping over the target itself: the input is the target, by reference.
-			return applyMap(h.exec, h.v, captures, instrs), nil
+			return applyMap(exec, target, captures, instrs), nil
 		}
-		return followValue(v, nil, h.exec, func(r hook, p []any) hook { return r.remap(p, captures, instrs) },
-			func(v any) hook { return applyMap(h.exec, v, captures, instrs) }), nil
-	})
+		return followValue(v, nil, exec, func(r hook, p []any) hook { return r.remap(p, captures, instrs) },
+			func(v any) hook { return applyMap(exec, v, captures, instrs) }), nil
+	}))
 }
 
 // walkLocal follows a path from a local value, calling getters of targets on the way. It stops

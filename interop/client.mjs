@@ -251,6 +251,16 @@ function openWs(ctx) {
   return session;
 }
 
+// Polls the server until the Disposable named token has been disposed (releases are handled
+// in order, but the disposal of a session's targets follows its end).
+async function waitDisposed(api, token) {
+  for (let i = 0; i < 100; i++) {
+    if (await api.disposeCount(token) > 0) return;
+    await sleep(20);
+  }
+  throw new AssertionError(`${token} was not disposed within 2 s`);
+}
+
 function openBatch() {
   return newHttpBatchRpcSession(urlFor("batch"));
 }
@@ -441,6 +451,46 @@ const wsScenarios = {
     // Fire a call and drop it without ever awaiting (disposing releases it right away).
     api.add(5, 5)[Symbol.dispose]();
     eq(await api.add(1, 1), 2, "add(1,1) after an unawaited call");
+  },
+
+  // A target a call returned is disposed by the server once the client releases the call's
+  // promise, even if the client only ever pipelined on it or never touched it; and when the
+  // session ends, if the client never released it. Each exactly once.
+  async disposal(ctx) {
+    const { api } = openWs(ctx);
+    const tok = `t${Math.random().toString(36).slice(2)}`;
+    const pipelined = api.makeDisposable(`${tok}/pipelined`);
+    eq(await pipelined.ping(), `pong ${tok}/pipelined`, "makeDisposable().ping()");
+    const untouched = api.makeDisposable(`${tok}/untouched`);
+    const pulled = api.makeDisposable(`${tok}/pulled`);
+    const stub = await pulled;
+    eq(await stub.ping(), `pong ${tok}/pulled`, "(await makeDisposable()).ping()");
+    await sleep(20);
+    for (const n of ["pipelined", "untouched", "pulled"]) {
+      eq(await api.disposeCount(`${tok}/${n}`), 0, `${n}: disposed while held`);
+    }
+    pipelined[Symbol.dispose]();
+    untouched[Symbol.dispose]();
+    stub[Symbol.dispose]();
+    pulled[Symbol.dispose]();
+    await waitDisposed(api, `${tok}/pipelined`);
+    await waitDisposed(api, `${tok}/untouched`);
+    await waitDisposed(api, `${tok}/pulled`);
+
+    // Held when the session ends: only pipelined on, and never released (as the npm client
+    // does with the intermediates of a chain).
+    const other = openWs(ctx);
+    eq(await other.api.makeDisposable(`${tok}/at-end`).ping(), `pong ${tok}/at-end`,
+       "makeDisposable().ping() on a second session");
+    await sleep(20);
+    eq(await api.disposeCount(`${tok}/at-end`), 0, "at-end: disposed while its session lives");
+    other.dispose();
+    await withTimeout(other.closed, 3000, "second session closing");
+    await waitDisposed(api, `${tok}/at-end`);
+    await sleep(20);
+    for (const n of ["pipelined", "untouched", "pulled", "at-end"]) {
+      eq(await api.disposeCount(`${tok}/${n}`), 1, `${n}: dispose count`);
+    }
   },
 
   async dispose(ctx) {

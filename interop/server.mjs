@@ -93,6 +93,24 @@ class Counter extends RpcTarget {
   }
 }
 
+// Disposal counts per token, process-wide, so that a later session can ask whether the session
+// that held a Disposable disposed it.
+const disposals = new Map();
+
+class Disposable extends RpcTarget {
+  #token;
+  constructor(token) {
+    super();
+    this.#token = token;
+  }
+  ping() {
+    return `pong ${this.#token}`;
+  }
+  [Symbol.dispose]() {
+    disposals.set(this.#token, (disposals.get(this.#token) ?? 0) + 1);
+  }
+}
+
 class Api extends RpcTarget {
   add(a, b) {
     return a + b;
@@ -209,7 +227,16 @@ class Api extends RpcTarget {
     return "poked";
   }
 
-  // Extras (not in the goldens), for payload / timing tests.
+  // Extras (not in the goldens).
+  makeDisposable(token) {
+    return new Disposable(token);
+  }
+
+  disposeCount(token) {
+    return disposals.get(token) ?? 0;
+  }
+
+  // For payload / timing tests.
   sumBytes(bytes) {
     return bytes.byteLength;
   }

@@ -69,6 +69,39 @@ func (c *Counter) Dispose() {
 	}
 }
 
+// Disposable is a target that counts its disposals in a process-wide table, by token, so that
+// a later session can ask whether the session that held it disposed it (DisposeCount).
+type Disposable struct {
+	capnweb.Target
+	token string
+}
+
+func (d *Disposable) Ping() string { return "pong " + d.token }
+
+func (d *Disposable) Dispose() {
+	disposals.Lock()
+	defer disposals.Unlock()
+	if disposals.n == nil {
+		disposals.n = map[string]int{}
+	}
+	disposals.n[d.token]++
+}
+
+var disposals struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// MakeDisposable returns a new Disposable named token.
+func (a *API) MakeDisposable(token string) *Disposable { return &Disposable{token: token} }
+
+// DisposeCount says how many times the Disposable named token was disposed.
+func (a *API) DisposeCount(token string) float64 {
+	disposals.Lock()
+	defer disposals.Unlock()
+	return float64(disposals.n[token])
+}
+
 func (a *API) Add(x, y float64) float64 { return x + y }
 
 func (a *API) Authenticate(token string) (*Authed, error) {

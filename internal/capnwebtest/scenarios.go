@@ -7,6 +7,7 @@ package capnwebtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"net/http"
@@ -35,6 +36,7 @@ func Scenarios() []Scenario {
 		{"Errors", scenarioErrors},
 		{"Values", scenarioValues},
 		{"Streams", scenarioStreams},
+		{"Disposal", scenarioDisposal},
 	}
 }
 
@@ -315,5 +317,57 @@ func scenarioStreams(t *testing.T, api *capnweb.Stub) {
 	})
 	if got := Await[float64](t, api.Call("sumStream", many)); got != 6000*5999/2 {
 		t.Errorf("sumStream(0..5999) = %v, want %v", got, 6000*5999/2)
+	}
+}
+
+// scenarioDisposal: a target a call returned is disposed by the server once the client has
+// released every reference to it — the call's promise, and the stub it pulled — whether the
+// client pipelined on it, pulled it, or never touched it; once.
+func scenarioDisposal(t *testing.T, api *capnweb.Stub) {
+	tok := fmt.Sprintf("go-%d", time.Now().UnixNano())
+	pipelined := api.Call("makeDisposable", tok+"/pipelined")
+	if got := Await[string](t, pipelined.Call("ping")); got != "pong "+tok+"/pipelined" {
+		t.Errorf("makeDisposable().ping() = %q", got)
+	}
+	untouched := api.Call("makeDisposable", tok+"/untouched")
+	pulled := api.Call("makeDisposable", tok+"/pulled")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var stub *capnweb.Stub
+	if err := pulled.Decode(ctx, &stub); err != nil {
+		t.Fatal(err)
+	}
+	if got := Await[string](t, stub.Call("ping")); got != "pong "+tok+"/pulled" {
+		t.Errorf("(await makeDisposable()).ping() = %q", got)
+	}
+	for _, n := range []string{"pipelined", "untouched", "pulled"} {
+		if got := Await[float64](t, api.Call("disposeCount", tok+"/"+n)); got != 0 {
+			t.Errorf("%s disposed %v times while held", n, got)
+		}
+	}
+	pipelined.Release()
+	untouched.Release()
+	pulled.Release()
+	stub.Release()
+	for _, n := range []string{"pipelined", "untouched", "pulled"} {
+		WaitDisposed(t, api, tok+"/"+n)
+	}
+}
+
+// WaitDisposed polls the server (up to a generous 5 s: releases and session ends are handled
+// asynchronously) until the Disposable named token was disposed, and fails unless it was
+// disposed exactly once.
+func WaitDisposed(t *testing.T, api *capnweb.Stub, token string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := Await[float64](t, api.Call("disposeCount", token))
+		if n > 0 || time.Now().After(deadline) {
+			if n != 1 {
+				t.Errorf("%s disposed %v times, want exactly once", token, n)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
