@@ -74,6 +74,10 @@
 //     JSON client reads, a2a-go's included, and the conformance kit expects);
 //     JSON-RPC responses are application/json, as the spec says. A request
 //     body that is not JSON gets 415 on REST.
+//   - Every successful JSON-RPC response has a result, as JSON-RPC 2.0
+//     requires: DeleteTaskPushNotificationConfig answers "result": {} (the
+//     ProtoJSON of its google.protobuf.Empty; 0.3's delete answers null),
+//     where a2a-go's handler sends neither result nor error.
 //   - Streaming responses (SSE) carry a ": keep-alive" comment every
 //     [Options].KeepAlive (15 s by default) so proxies keep idle streams open.
 //   - An SSE event whose stream event carries its sequence number in its

@@ -263,6 +263,16 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	defer done()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
+	if result, ok := emptyResults[env.Method]; ok && !stream {
+		rw := &resultWriter{w: w, result: result}
+		if version == Version03 {
+			h.jsonrpcV03.ServeHTTP(rw, r)
+		} else {
+			h.jsonrpcV1.ServeHTTP(rw, r)
+		}
+		rw.finish() // not deferred: after a panic net/http must see the response unwritten
+		return
+	}
 	switch {
 	case !stream && version == Version03:
 		h.jsonrpcV03.ServeHTTP(w, r)

@@ -147,5 +147,22 @@ await step('subscribe-resume', async () => {
   return { events: kinds };
 });
 
+await step('push-config', async () => {
+  // (The SDK does not look for a result in a JSON-RPC response to a delete; the wire shape,
+  // result {}, is checked by binding's TestJSONRPCDeleteHasResult.)
+  const res = await client.sendMessage(request([textPart('hello')]));
+  const taskId = res.id;
+  const cfg = { tenant: '', id: 'cfg-1', taskId, url: 'https://receiver.example/hook', token: 'tok', authentication: undefined };
+  const created = await client.createTaskPushNotificationConfig(cfg);
+  check(created.id === 'cfg-1' && created.url === cfg.url, `created ${JSON.stringify(created)}`);
+  const got = await client.getTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' });
+  check(got.token === 'tok', `got ${JSON.stringify(got)}`);
+  const deleted = await client.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' });
+  const again = await client.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' });
+  const list = await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' });
+  check((list.configs ?? []).length === 0, `after delete: ${JSON.stringify(list)}`);
+  return { deleted: deleted ?? null, again: again ?? null };
+});
+
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

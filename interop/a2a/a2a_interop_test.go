@@ -144,8 +144,10 @@ func TestInteropA2AJSUpstreamStreamError(t *testing.T) {
 // shape around an input-required task as the SDK sees it.
 func TestInteropA2AJSEngine(t *testing.T) {
 	node := needNode(t, "@a2a-js/sdk")
-	srv := a2atest.Start(t, nil)
-	wantSteps := []string{"card", "followup-stream", "subscribe-resume"}
+	card := a2atest.Card()
+	card.Capabilities.PushNotifications = true // configs are stored; nothing here sends them
+	srv := a2atest.Start(t, &a2atest.Options{Card: card})
+	wantSteps := []string{"card", "followup-stream", "subscribe-resume", "push-config"}
 	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
 		t.Run(b, func(t *testing.T) {
 			t.Parallel()
