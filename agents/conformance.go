@@ -23,7 +23,8 @@ const (
 
 // ConformanceInputModes are the media types [Conformance] declares on its card. The agent itself
 // does not refuse other types: as the kit's scenario file says of CORE-SEND-003, returning
-// ContentTypeNotSupportedError from the card's modes is the server framework's job.
+// ContentTypeNotSupportedError from the card's modes is the server framework's job (package
+// binding's).
 var ConformanceInputModes = []string{"text/plain", "application/json", "application/octet-stream"}
 
 // ConformanceOutputModes are the media types [Conformance] produces.

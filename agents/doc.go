@@ -77,5 +77,6 @@
 // The tck-stream-* scenarios pause StepDelay (50 ms) before each event after the Task, so a
 // stream visibly unfolds; the same events come over a blocking send. Cancel moves the task to
 // canceled. Conformance checks no media types: as the kit's scenario file says of
-// CORE-SEND-003, refusing media types the card does not declare is the server framework's job.
+// CORE-SEND-003, refusing media types the card does not declare is the server framework's job
+// (package binding does it, from the card's input modes).
 package agents

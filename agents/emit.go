@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"mime"
 	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2awebcap/a2awebcap/internal/mediatype"
 )
 
 // emitter is the small vocabulary both agents use to produce a2a events for one execution.
@@ -171,25 +172,13 @@ func checkMediaTypes(m *a2a.Message, accepted []string) error {
 		if p == nil || p.MediaType == "" {
 			continue
 		}
-		mt, _, err := mime.ParseMediaType(p.MediaType)
+		mt, err := mediatype.Of(p)
 		if err != nil {
 			return fmt.Errorf("part %d: malformed media type %q: %w", i, p.MediaType, a2a.ErrUnsupportedContentType)
 		}
-		if !mediaTypeAccepted(mt, accepted) {
+		if !mediatype.Accepts(accepted, mt) {
 			return fmt.Errorf("part %d: media type %q is not one of %s: %w", i, mt, strings.Join(accepted, ", "), a2a.ErrUnsupportedContentType)
 		}
 	}
 	return nil
-}
-
-func mediaTypeAccepted(mt string, accepted []string) bool {
-	for _, a := range accepted {
-		if a == "*/*" || a == mt {
-			return true
-		}
-		if family, ok := strings.CutSuffix(a, "/*"); ok && strings.HasPrefix(mt, family+"/") {
-			return true
-		}
-	}
-	return false
 }

@@ -66,6 +66,13 @@
 //   - Content-Type: application/json, application/a2a+json (any +json type)
 //     or none is accepted; other media types get ContentTypeNotSupportedError
 //     (-32005 / 400 INVALID_ARGUMENT).
+//   - Input modes: a message part whose media type the card does not accept
+//     (its defaultInputModes and every skill's inputModes; a part without a
+//     mediaType counts as text/plain, application/json or
+//     application/octet-stream by its content) gets
+//     ContentTypeNotSupportedError (-32005 / 400 INVALID_ARGUMENT /
+//     INVALID_ARGUMENT). For gRPC the card is [GRPCOptions].Card; a card
+//     without input modes refuses nothing (docs/a2a-server.md, "Input modes").
 //
 // On the wire:
 //

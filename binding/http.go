@@ -73,6 +73,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		qh = newQuotaHandler(h, st)
 		h = qh
 	}
+	h = withCardChecks(h, card)
 	inner := h // what a2a-go's handlers call
 	if o.Authenticate != nil {
 		inner = withAuthenticatedUsers(h)

@@ -115,7 +115,8 @@ func reason(err error) string {
 		return "ok"
 	}
 	for _, s := range []error{a2a.ErrTaskNotFound, a2a.ErrTaskNotCancelable, a2a.ErrUnsupportedOperation,
-		a2a.ErrInvalidParams, a2a.ErrUnauthenticated, a2a.ErrUnauthorized, a2a.ErrPushNotificationNotSupported} {
+		a2a.ErrInvalidParams, a2a.ErrUnauthenticated, a2a.ErrUnauthorized, a2a.ErrPushNotificationNotSupported,
+		a2a.ErrUnsupportedContentType} {
 		if errors.Is(err, s) {
 			return a2a.ErrorReason(s)
 		}
@@ -267,6 +268,46 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "InputModes",
+		run: func(t *testing.T, e *env) []string {
+			// The card (behaviourCard) accepts text/plain by default and image/* for one skill.
+			parts := []struct {
+				name string
+				part *a2a.Part
+			}{
+				{"text", a2a.NewTextPart("hello")},
+				{"text with charset", &a2a.Part{Content: a2a.Text("hello"), MediaType: "Text/Plain; charset=utf-8"}},
+				{"image (a skill's mode)", &a2a.Part{Content: a2a.Raw{0x89, 'P', 'N', 'G'}, MediaType: "image/png", Filename: "x.png"}},
+				{"pdf", &a2a.Part{Content: a2a.Raw("%PDF-"), MediaType: "application/pdf"}},
+				{"data without a type (application/json)", a2a.NewDataPart(map[string]any{"a": 1.0})},
+				{"file without a type (application/octet-stream)", a2a.NewFileURLPart("https://example.com/f", "")},
+				{"malformed type", &a2a.Part{Content: a2a.Text("x"), MediaType: "not a type"}},
+			}
+			var out []string
+			for _, p := range parts {
+				req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo"), p.part)}
+				_, err := e.alice.SendMessage(t.Context(), req)
+				streamed := stream(t, e.alice.SendStreamingMessage(t.Context(), req))
+				out = append(out, p.name+": "+reason(err)+", streamed "+streamed[len(streamed)-1])
+			}
+			list, err := e.alice.ListTasks(t.Context(), &a2a.ListTasksRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(out, fmt.Sprintf("tasks: %d", len(list.Tasks)))
+		},
+		want: []string{
+			"text: ok, streamed status completed",
+			"text with charset: ok, streamed status completed",
+			"image (a skill's mode): ok, streamed status completed",
+			"pdf: CONTENT_TYPE_NOT_SUPPORTED, streamed error CONTENT_TYPE_NOT_SUPPORTED",
+			"data without a type (application/json): CONTENT_TYPE_NOT_SUPPORTED, streamed error CONTENT_TYPE_NOT_SUPPORTED",
+			"file without a type (application/octet-stream): CONTENT_TYPE_NOT_SUPPORTED, streamed error CONTENT_TYPE_NOT_SUPPORTED",
+			"malformed type: CONTENT_TYPE_NOT_SUPPORTED, streamed error CONTENT_TYPE_NOT_SUPPORTED",
+			"tasks: 6", // the refused messages made none
+		},
+	},
+	{
 		name: "Cancel",
 		run: func(t *testing.T, e *env) []string {
 			req := send("wait " + e.key)
@@ -361,9 +402,18 @@ var scenarios = []scenario{
 	},
 }
 
+// behaviourCard is a2atest's card, with a second skill that also takes images.
+func behaviourCard() *a2a.AgentCard {
+	card := a2atest.Card()
+	card.Skills = append(card.Skills, a2a.AgentSkill{ID: "look", Name: "look", Description: "looks at images",
+		Tags: []string{"test"}, InputModes: []string{"text/plain", "image/*"}})
+	return card
+}
+
 func TestBehaviourEveryBinding(t *testing.T) {
 	t.Parallel()
 	srv := a2atest.Start(t, &a2atest.Options{
+		Card: behaviourCard(),
 		HTTP: &binding.Options{Authenticate: principalAuth},
 		GRPC: &binding.GRPCOptions{Authenticate: principalAuth},
 	})

@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
+import { ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 
 const [baseUrl, binding] = process.argv.slice(2);
 if (!baseUrl || !['JSONRPC', 'HTTP+JSON'].includes(binding)) {
@@ -162,6 +163,34 @@ await step('push-config', async () => {
   const list = await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' });
   check((list.configs ?? []).length === 0, `after delete: ${JSON.stringify(list)}`);
   return { deleted: deleted ?? null, again: again ?? null };
+});
+
+async function expectError(fn, cls, what) {
+  try {
+    const v = await fn();
+    throw new Error(`${what}: no error, got ${JSON.stringify(v)}`);
+  } catch (err) {
+    if (err instanceof cls) return err.constructor.name;
+    // The SDK's JSON-RPC transport reports an error event inside an SSE stream as a plain
+    // Error whose cause is the typed error.
+    if (err?.cause instanceof cls) return `Error(cause: ${err.cause.constructor.name})`;
+    throw new Error(`${what}: want ${cls.name}, got ${err?.constructor?.name}: ${err?.message}`);
+  }
+}
+
+await step('content-type', async () => {
+  // The card's input modes are text/plain: a PDF is refused, as a send and as a stream.
+  const pdf = { content: { $case: 'url', value: 'https://example.com/f.pdf' }, metadata: undefined, filename: 'f.pdf', mediaType: 'application/pdf' };
+  const send = await expectError(() => client.sendMessage(request([textPart('hello'), pdf])), ContentTypeNotSupportedError, 'send a PDF');
+  const streamed = await expectError(async () => {
+    const out = [];
+    for await (const ev of client.sendMessageStream(request([pdf]))) out.push(kind(ev));
+    return out;
+  }, ContentTypeNotSupportedError, 'stream a PDF');
+  const text = { ...textPart('hello'), mediaType: 'text/plain' };
+  const ok = await client.sendMessage(request([text]));
+  check(ok.status?.state === TaskState.TASK_STATE_COMPLETED, `text/plain ${JSON.stringify(ok.status)}`);
+  return { send, streamed };
 });
 
 console.log(`${passed} passed, ${failed} failed`);

@@ -147,7 +147,7 @@ func TestInteropA2AJSEngine(t *testing.T) {
 	card := a2atest.Card()
 	card.Capabilities.PushNotifications = true // configs are stored; nothing here sends them
 	srv := a2atest.Start(t, &a2atest.Options{Card: card})
-	wantSteps := []string{"card", "followup-stream", "subscribe-resume", "push-config"}
+	wantSteps := []string{"card", "followup-stream", "subscribe-resume", "push-config", "content-type"}
 	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
 		t.Run(b, func(t *testing.T) {
 			t.Parallel()

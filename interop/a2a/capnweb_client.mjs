@@ -388,7 +388,13 @@ await step('errors', async () => {
   s.dispose();
   const invalid = await expectError(() => alice.sendMessage({}), -32602, 'INVALID_PARAMS');
   const version = await expectError(() => alice.getTask({ id: aliceTask.id }, { 'A2A-Version': '0.3' }), -32009, 'VERSION_NOT_SUPPORTED');
-  return { notFound, invalid, version };
+  // The card's input modes are text/plain: a data part (application/json, as it declares no
+  // type) is refused, though the agent itself would skip it.
+  const data = msg('echo hi');
+  data.message.parts.push({ data: { a: 1 } });
+  const contentType = await expectError(() => alice.sendMessage(data), -32005, 'CONTENT_TYPE_NOT_SUPPORTED');
+  const streamed = await expectError(() => alice.sendStreamingMessage(data, () => {}), -32005, 'CONTENT_TYPE_NOT_SUPPORTED');
+  return { notFound, invalid, version, contentType, streamed };
 });
 
 await step('scoping', async () => {
