@@ -1,0 +1,224 @@
+package capability
+
+// Pending approvals: a call, a contract or an installation waiting for the user's decision.
+// They are the set's state, guarded by Set.mu.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// PendingKind is what an approval is asked for.
+type PendingKind string
+
+// The kinds of approval.
+const (
+	// PendingCall: one call, under CallByCall: approving it runs exactly that call, once.
+	PendingCall PendingKind = "call"
+	// PendingContract: a capability's contract, under ContractBased or BudgetBased: approving
+	// it lets every call inside the contract run from then on.
+	PendingContract PendingKind = "contract"
+	// PendingInstall: installing a capability through the loader; approving it also approves
+	// the installed capability's contract.
+	PendingInstall PendingKind = "install"
+)
+
+// PendingStatus is where an approval stands.
+type PendingStatus string
+
+// The statuses of approvals.
+const (
+	PendingWaiting  PendingStatus = "pending"
+	PendingApproved PendingStatus = "approved"
+	PendingDenied   PendingStatus = "denied"
+)
+
+// Pending is an approval asked of the user.
+type Pending struct {
+	// ID names it in its set: "p1", "p2", …
+	ID   string      `json:"id"`
+	Kind PendingKind `json:"kind"`
+	// Capability is the capability called, or, for PendingInstall, the one to install.
+	Capability string `json:"capability"`
+	// Method and Args are the call (PendingCall), or the loader's install call
+	// (PendingInstall; Method is "install"). Args are canonical JSON.
+	Method string          `json:"method,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	// Contract is what approving allows: the capability's contract.
+	Contract Contract `json:"contract"`
+	// Strategy is the strategy PendingInstall installs under.
+	Strategy  Strategy      `json:"strategy,omitzero"`
+	Session   string        `json:"session,omitempty"`
+	Origin    Origin        `json:"origin"`
+	Requested time.Time     `json:"requested"`
+	Status    PendingStatus `json:"status"`
+	By        string        `json:"by,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Decided   time.Time     `json:"decided,omitzero"`
+}
+
+// Prompt is the question the user is asked, in words.
+func (p Pending) Prompt() string {
+	var b strings.Builder
+	asker := p.Origin.String()
+	switch p.Kind {
+	case PendingCall:
+		fmt.Fprintf(&b, "The agent (%s) wants to call %s.%s with %s.", asker, p.Capability, p.Method, truncate(string(p.Args), 300))
+	case PendingContract:
+		fmt.Fprintf(&b, "The agent (%s) wants to use the capability %s.", asker, p.Capability)
+	case PendingInstall:
+		fmt.Fprintf(&b, "The agent (%s) wants to install the capability %s under the strategy %s.", asker, p.Capability, p.Strategy)
+	}
+	fmt.Fprintf(&b, " Its contract allows: %s.", p.Contract)
+	fmt.Fprintf(&b, " Approve %s? Answer yes or no.", p.ID)
+	return b.String()
+}
+
+func (p *Pending) clone() Pending {
+	c := *p
+	c.Args = slices.Clone(p.Args)
+	c.Contract = p.Contract.clone()
+	return c
+}
+
+// same reports whether p is the approval want asks for: same kind, capability, method,
+// arguments and session.
+func (p *Pending) same(want Pending) bool {
+	return p.Kind == want.Kind && p.Capability == want.Capability && p.Method == want.Method &&
+		bytes.Equal(p.Args, want.Args) && p.Session == want.Session
+}
+
+// ApprovalRequired is the error of a call that waits for the user's decision: Pending says on
+// what. It matches ErrApprovalRequired.
+type ApprovalRequired struct {
+	Pending Pending
+}
+
+func (e *ApprovalRequired) Error() string {
+	return fmt.Sprintf("%v: %s (%s)", ErrApprovalRequired, e.Pending.ID, e.Pending.Kind)
+}
+
+// Is makes errors.Is(err, ErrApprovalRequired) hold.
+func (e *ApprovalRequired) Is(target error) bool { return target == ErrApprovalRequired }
+
+// askLocked returns the *ApprovalRequired for want, reusing an undecided approval asked for the
+// same thing, else asking a new one (dropping the oldest beyond MaxPending).
+func (s *Set) askLocked(want Pending) error {
+	for _, p := range s.pending {
+		if p.Status == PendingWaiting && p.same(want) {
+			return &ApprovalRequired{Pending: p.clone()}
+		}
+	}
+	s.nextPending++
+	want.ID, want.Status, want.Requested = strconvID(s.nextPending), PendingWaiting, s.now().UTC()
+	p := &want
+	s.pending = append(s.pending, p)
+	if len(s.pending) > s.maxPending {
+		s.pending = slices.Delete(s.pending, 0, len(s.pending)-s.maxPending)
+	}
+	return &ApprovalRequired{Pending: p.clone()}
+}
+
+// approvedLocked checks the approval id a request carries against want: nil, nil without one;
+// the approval, consumed, when it was approved for exactly want; an *ApprovalRequired while
+// it waits; ErrDenied (consumed) when refused; ErrNoPending otherwise.
+func (s *Set) approvedLocked(id string, want Pending) (*Pending, error) {
+	if id == "" {
+		return nil, nil
+	}
+	i := slices.IndexFunc(s.pending, func(p *Pending) bool { return p.ID == id })
+	if i < 0 || !s.pending[i].same(want) {
+		return nil, fmt.Errorf("%w: %s", ErrNoPending, truncate(id, 32))
+	}
+	p := s.pending[i]
+	switch p.Status {
+	case PendingWaiting:
+		return nil, &ApprovalRequired{Pending: p.clone()}
+	case PendingDenied:
+		s.pending = slices.Delete(s.pending, i, i+1)
+		if p.Reason != "" {
+			return nil, fmt.Errorf("%w (%s): %s", ErrDenied, p.ID, p.Reason)
+		}
+		return nil, fmt.Errorf("%w (%s)", ErrDenied, p.ID)
+	}
+	s.pending = slices.Delete(s.pending, i, i+1)
+	return p, nil
+}
+
+// Pending lists the approvals waiting for a decision, oldest first.
+func (s *Set) Pending() []Pending {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Pending
+	for _, p := range s.pending {
+		if p.Status == PendingWaiting {
+			out = append(out, p.clone())
+		}
+	}
+	return out
+}
+
+// Decision is the user's answer to a pending approval.
+type Decision struct {
+	// Approve approves; false refuses.
+	Approve bool
+	// By is who decided (required): the principal, or the operator.
+	By string
+	// Reason says why (optional).
+	Reason string
+}
+
+// ErrBadDecision: a decision without a decider.
+var ErrBadDecision = errors.New("capability: a decision needs who decided")
+
+// Decide records the user's decision on the pending approval id. Approving a contract lets the
+// capability's calls run from now on; approving a call or an installation lets the request
+// that asked be made again, once, with Request.Approval = id. The decision is recorded and
+// observed (SetOptions.Observe): it is an observation with provenance.
+func (s *Set) Decide(ctx context.Context, id string, d Decision) error {
+	if strings.TrimSpace(d.By) == "" {
+		return ErrBadDecision
+	}
+	d.Reason = truncate(d.Reason, 512)
+	s.mu.Lock()
+	i := slices.IndexFunc(s.pending, func(p *Pending) bool { return p.ID == id })
+	var err error
+	var p Pending
+	switch {
+	case i < 0:
+		err = fmt.Errorf("%w: %s", ErrNoPending, truncate(id, 32))
+	case s.pending[i].Status != PendingWaiting:
+		x := s.pending[i]
+		err = fmt.Errorf("%w: %s was %s by %s", ErrDecided, x.ID, x.Status, x.By)
+	default:
+		x := s.pending[i]
+		x.Status, x.By, x.Reason, x.Decided = PendingDenied, d.By, d.Reason, s.now().UTC()
+		if d.Approve {
+			x.Status = PendingApproved
+			if x.Kind == PendingContract { // applies now: nothing carries it out
+				if g := s.held[x.Capability]; g != nil {
+					g.approved, g.approvedBy = true, d.By
+				}
+				s.pending = slices.Delete(s.pending, i, i+1)
+			}
+		}
+		p = x.clone()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	out := OutcomeDenied
+	if d.Approve {
+		out = OutcomeApproved
+	}
+	s.record(ctx, Record{Session: p.Session, Capability: p.Capability, Method: p.Method, Args: recordArgs(p.Args),
+		Origin: p.Origin, Outcome: out, Pending: p.ID, By: d.By, Reason: d.Reason, Strategy: p.Strategy}, true)
+	return nil
+}
