@@ -16,14 +16,18 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/a2awebcap/a2awebcap/netguard"
 )
 
 // FetchOptions configure Fetch.
 type FetchOptions struct {
-	// Dial opens every connection the capability makes. It is required, and must be a
-	// dial-time SSRF guard: it refuses loopback, private, link-local and every other
-	// non-public address after resolving the name, so that DNS rebinding fails too (push's
-	// guard is one).
+	// Dial opens every connection the capability makes. It must be a dial-time SSRF guard:
+	// one that refuses loopback, private, link-local and every other non-public address after
+	// resolving the name, so that DNS rebinding fails too. Nil means netguard.New(nil)'s
+	// DialContext: public addresses only (a netguard.Guard with the operator's allow and deny
+	// lists is the way to widen or narrow that). Its refusals wrap netguard.ErrBlocked, which
+	// a Set records as refusals.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TLS configures TLS (its roots, for a test server); nil means the system's.
 	TLS *tls.Config
@@ -38,9 +42,6 @@ type FetchOptions struct {
 	UserAgent string
 }
 
-// ErrNoGuard: Fetch was given no SSRF guard to dial through.
-var ErrNoGuard = errors.New("capability: fetch needs FetchOptions.Dial, a dial-time SSRF guard")
-
 // requestHeaders are the headers a caller may set; others (Host, Cookie, Authorization…) are
 // the runtime's to decide, not the model's.
 var requestHeaders = []string{"Accept", "Accept-Language", "If-None-Match", "If-Modified-Since"}
@@ -50,11 +51,15 @@ var responseHeaders = []string{"Content-Type", "Content-Length", "Last-Modified"
 
 // Fetch returns the HTTP fetch capability under contract: get({url, headers}) and
 // head({url}), for http and https URLs its network patterns allow. Every connection goes
-// through opts.Dial; each URL, the first and every redirect's, is checked against the
+// through the SSRF guard (opts.Dial); each URL, the first and every redirect's, is checked against the
 // contract; no proxy is used.
 func Fetch(contract Contract, opts *FetchOptions) (*Capability, error) {
-	if opts == nil || opts.Dial == nil {
-		return nil, ErrNoGuard
+	if opts == nil {
+		opts = &FetchOptions{}
+	}
+	dial := opts.Dial
+	if dial == nil {
+		dial = netguard.New(nil).DialContext
 	}
 	f := &fetcher{maxBody: opts.MaxBody, timeout: opts.Timeout, maxRedirects: opts.MaxRedirects, agent: opts.UserAgent}
 	if f.maxBody <= 0 {
@@ -69,7 +74,7 @@ func Fetch(contract Contract, opts *FetchOptions) (*Capability, error) {
 	f.agent = cmpOr(f.agent, "a2awebcap-agent")
 	f.transport = &http.Transport{
 		Proxy:                  nil, // a proxy would dial on the guard's behalf
-		DialContext:            opts.Dial,
+		DialContext:            dial,
 		TLSClientConfig:        opts.TLS,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           16,

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/a2awebcap/a2awebcap/netguard"
 )
 
 // allowOnly is a stand-in for the SSRF guard: it dials only the given addresses. (The real
@@ -136,11 +138,36 @@ func TestFetch(t *testing.T) {
 	}
 }
 
-func TestFetchNeedsAGuard(t *testing.T) {
+// Without a dialer of its own, fetch dials through netguard: the contract may allow a URL, the
+// guard still refuses an address that is not public — loopback, the cloud metadata service,
+// and that service behind an IPv6 form that embeds it — and each refusal is recorded, under
+// any strategy.
+func TestFetchRefusesSSRFTargets(t *testing.T) {
 	t.Parallel()
-	for _, o := range []*FetchOptions{nil, {}} {
-		if _, err := Fetch(Contract{Network: []string{"https://*"}}, o); !errors.Is(err, ErrNoGuard) {
-			t.Errorf("Fetch(%+v) = %v, want ErrNoGuard", o, err)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	c, err := Fetch(Contract{Network: []string{"http://*:*/*"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Revoke(nil)
+	s := NewSet(&SetOptions{Principal: "alice"})
+	defer s.Close()
+	if err := s.Install(t.Context(), c, Grant{Strategy: Strategy{Kind: PreApproved}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{srv.URL + "/", "http://169.254.169.254/latest/meta-data/", "http://[64:ff9b::a9fe:a9fe]/", "http://[::ffff:127.0.0.1]:" + srv.URL[strings.LastIndex(srv.URL, ":")+1:] + "/", "http://10.0.0.1/"} {
+		_, err := s.Call(t.Context(), Request{Capability: "fetch", Method: "get", Args: json.RawMessage(`{"url":"` + u + `"}`)})
+		if !errors.Is(err, netguard.ErrBlocked) {
+			t.Errorf("get %s = %v, want netguard.ErrBlocked", u, err)
 		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the loopback server got %d requests", n)
+	}
+	recs, _ := s.Audit(t.Context(), AuditQuery{})
+	if n := len(recs); n != 6 || recs[1].Outcome != OutcomeRefused || !strings.Contains(recs[1].Error, "127.0.0.1 is not a public address") {
+		t.Errorf("%d records: %+v", n, recs)
 	}
 }

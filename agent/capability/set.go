@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/netguard"
 )
 
 // Errors of a Set.
@@ -535,7 +537,7 @@ func (s *Set) recordErr(ctx context.Context, r Record, err error) {
 			r.Pending = ar.Pending.ID
 		}
 		r.Outcome, r.Error, observed = OutcomeApprovalRequired, "", false
-	case errors.Is(err, ErrOutsideContract):
+	case errors.Is(err, ErrOutsideContract), errors.Is(err, netguard.ErrBlocked):
 		r.Outcome = OutcomeRefused
 	case errors.Is(err, ErrBudgetExhausted):
 		r.Outcome = OutcomeExhausted
