@@ -6,6 +6,8 @@ import (
 	"errors"
 	"iter"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,6 +57,12 @@ func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *ca
 	if o.Capnweb != nil {
 		hopts = *o.Capnweb
 	}
+	hopts.OriginPatterns = append(slices.Clone(hopts.OriginPatterns), o.AllowedOrigins...)
+	if o.BaseURL != "" {
+		if u, err := url.Parse(o.BaseURL); err == nil {
+			hopts.OriginPatterns = append(hopts.OriginPatterns, u.Scheme+"://"+u.Host)
+		}
+	}
 	if hopts.MaxBatchBytes == 0 && o.MaxBodyBytes > 0 {
 		hopts.MaxBatchBytes = o.MaxBodyBytes
 	}
@@ -77,6 +85,9 @@ func (b *capnwebBinding) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	version, rerr := b.hh.negotiate(r, false)
+	if rerr == nil && r.Method == http.MethodPost && !isBatchType(r.Header.Get("Content-Type")) {
+		rerr = errBatchContentType(r.Header.Get("Content-Type"))
+	}
 	if rerr == nil && version != Version10 {
 		rerr = errVersionNotSupported(version, []string{Version10})
 	}

@@ -64,12 +64,19 @@ func errExtensionRequired(missing []string) *requestError {
 func errContentType(ct string) *requestError {
 	return &requestError{
 		reason:      "CONTENT_TYPE_NOT_SUPPORTED",
-		message:     fmt.Sprintf("unsupported Content-Type %q; expected application/json or application/a2a+json", ct),
+		message:     contentTypeMessage(ct),
 		jsonrpcCode: -32005,
 		httpStatus:  http.StatusUnsupportedMediaType,
 		httpStatusT: "INVALID_ARGUMENT",
 		grpcCode:    codes.InvalidArgument,
 	}
+}
+
+func contentTypeMessage(ct string) string {
+	if ct == "" {
+		return "a request body needs a Content-Type: application/json or application/a2a+json"
+	}
+	return fmt.Sprintf("unsupported Content-Type %q; expected application/json or application/a2a+json", ct)
 }
 
 // errBodyTooLarge rejects a body over the configured limit.

@@ -63,9 +63,10 @@
 //   - Body size: bodies over [Options].MaxBodyBytes (4 MiB by default) are
 //     rejected before they are decoded: HTTP 413 on REST, a JSON-RPC
 //     -32600 error on JSON-RPC, RESOURCE_EXHAUSTED on gRPC.
-//   - Content-Type: application/json, application/a2a+json (any +json type)
-//     or none is accepted; other media types get ContentTypeNotSupportedError
-//     (-32005 / 400 INVALID_ARGUMENT).
+//   - Content-Type: a request body must be application/json or
+//     application/a2a+json (any +json type); none, text/plain or a form type
+//     gets ContentTypeNotSupportedError (-32005 / 415 INVALID_ARGUMENT). A
+//     capnweb batch may also be text/plain, as the stock clients send it.
 //   - Input modes: a message part whose media type the card does not accept
 //     (its defaultInputModes and every skill's inputModes; a part without a
 //     mediaType counts as text/plain, application/json or
@@ -73,6 +74,13 @@
 //     ContentTypeNotSupportedError (-32005 / 400 INVALID_ARGUMENT /
 //     INVALID_ARGUMENT). For gRPC the card is [GRPCOptions].Card; a card
 //     without input modes refuses nothing (docs/a2a-server.md, "Input modes").
+//   - Cross-site requests: a browser request from a page of another origin
+//     (Sec-Fetch-Site, Origin) that is not a GET is refused, and so is a
+//     request on a loopback address naming a Host that is not the server's
+//     (DNS rebinding): 403 with reason CROSS_ORIGIN_REQUEST or
+//     HOST_NOT_ALLOWED. [Options].AllowedOrigins lists the pages that may
+//     call (with CORS), [Options].AllowedHosts extra names of the server
+//     (docs/security.md, "Browsers"). The public card is exempt.
 //
 // On the wire:
 //

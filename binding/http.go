@@ -80,6 +80,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	}
 	hh := &httpHandler{
 		auth:         o.Authenticate,
+		site:         newSiteGuard(&o),
 		limit:        newLimiter(o.RateLimit),
 		quotas:       qh,
 		challenges:   newChallenges(card),
@@ -113,6 +114,7 @@ type httpHandler struct {
 	restPath     string // base path without trailing slash; "" for the root
 	capnwebPath  string // exact path; "" when the capnweb binding is off
 	auth         Authenticator
+	site         *siteGuard
 	limit        *limiter
 	quotas       *quotaHandler // nil: no task or stream quotas
 	challenges   challenges    // of a 401 or 403
@@ -165,14 +167,22 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == WellKnownCardPath:
 		h.card.ServeHTTP(w, r)
 	case h.capnweb != nil && p == h.capnwebPath:
-		h.capnweb.ServeHTTP(w, r)
+		if h.site.check(w, r, false) {
+			h.capnweb.ServeHTTP(w, r)
+		}
 	case p == h.jsonrpcPath, p == h.jsonrpcPath+"/":
 		// Clients that join "/" to the interface URL (the conformance kit does) post to the
 		// path with a trailing slash.
+		if !h.site.check(w, r, true) {
+			return
+		}
 		if r = h.authenticate(w, r, true); r != nil {
 			h.serveJSONRPC(w, r)
 		}
 	case strings.HasPrefix(p, h.restPath+"/"):
+		if !h.site.check(w, r, false) {
+			return
+		}
 		if r = h.authenticate(w, r, false); r != nil {
 			h.serveREST(w, r)
 		}
@@ -463,18 +473,20 @@ func (h *httpHandler) checkExtensions(r *http.Request, version string) *requestE
 	return nil
 }
 
-// checkContentType accepts JSON bodies: application/json,
-// application/a2a+json, any other +json type, or no Content-Type at all.
+// checkContentType accepts JSON bodies: application/json, application/a2a+json or any other
+// +json type. A body without a Content-Type is refused: a page of another site may send one
+// (or text/plain, or a form) without a CORS preflight, a JSON type only after one.
 func checkContentType(r *http.Request) *requestError {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
+	if isJSONType(r.Header.Get("Content-Type")) {
 		return nil
 	}
+	return errContentType(r.Header.Get("Content-Type"))
+}
+
+// isJSONType reports whether the media type ct is JSON.
+func isJSONType(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && (mt == mediaJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return nil
-	}
-	return errContentType(ct)
+	return err == nil && (mt == mediaJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 // readBody reads r's body, at most limit bytes (limit < 0: no limit).

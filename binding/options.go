@@ -101,6 +101,21 @@ type Options struct {
 	// ("/a2a/capnweb") when the card lists none. "-" disables the binding.
 	CapnwebPath string
 
+	// AllowedOrigins lists the web origins (scheme://host[:port], e.g. "https://app.example")
+	// besides the server's own whose pages may call the bindings from a browser: their
+	// cross-origin requests pass, get CORS headers, and may open capnweb WebSockets. BaseURL's
+	// origin is always allowed. NewHTTPHandler panics on an entry that is not an origin.
+	// Zero: only same-origin pages (and clients that are not browsers); a page of another
+	// origin gets 403 for anything but reading the public card (docs/security.md, "Browsers").
+	AllowedOrigins []string
+
+	// AllowedHosts lists the host names (without port; "*.example" matches subdomains) that a
+	// request arriving on a loopback address may name in its Host header, besides localhost,
+	// *.localhost, IP addresses and BaseURL's host: a name of yours that resolves to this
+	// machine. "*" turns the check off. Other hosts get 403 (a DNS-rebinding page names its
+	// own). NewHTTPHandler panics on an entry with a port or a path. Zero: only those.
+	AllowedHosts []string
+
 	// Capnweb configures the capnweb sessions (limits, allowed browser origins, batch
 	// timeout). Zero: capnweb's defaults, with the batch body bounded by MaxBodyBytes.
 	Capnweb *capnweb.HandlerOptions

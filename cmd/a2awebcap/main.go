@@ -97,6 +97,7 @@ type serveConfig struct {
 	auth                                                          authConfig
 	tls                                                           tlsConfig
 	quota                                                         quotaConfig
+	limits                                                        limitsConfig
 	rateLimit                                                     float64
 	cardKey                                                       string
 	llmURL, llmModel                                              string
@@ -160,6 +161,7 @@ Flags (each can also be set by the environment variable shown):
 	c.auth.flags(fs)
 	c.tls.flags(fs)
 	c.quota.flags(fs)
+	c.limits.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -275,12 +277,16 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			return err
 		}
 	}
-	a2aHTTP := binding.NewHTTPHandler(eng, card, &binding.Options{
+	hopts := &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
 		Capabilities: capabilityStore(st),
 		Capnweb:      &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
-	})
+	}
+	if err := c.limits.apply(hopts, c.addr); err != nil {
+		return err
+	}
+	a2aHTTP := binding.NewHTTPHandler(eng, card, hopts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	if pushKey != nil {
