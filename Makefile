@@ -45,6 +45,7 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzRule$$' -fuzztime=$(FUZZTIME) ./agent
 	$(GO) test -run='^$$' -fuzz='^FuzzContract$$' -fuzztime=$(FUZZTIME) ./agent/capability
 	$(GO) test -run='^$$' -fuzz='^FuzzManifest$$' -fuzztime=$(FUZZTIME) ./agent/capability
+	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./agent/session
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSameAsUnmarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRequest$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
