@@ -25,7 +25,7 @@ func Clock(now func() time.Time) *Capability {
 	if now == nil {
 		now = time.Now
 	}
-	c, err := New(Spec{Name: "clock", Description: "The current time",
+	c, err := New(Description{Name: "clock", Description: "The current time",
 		Methods: []Method{{Name: "now", Description: "The current time, RFC 3339 in UTC and Unix seconds",
 			Result: Object("", map[string]*Schema{"time": String("RFC 3339, UTC"), "unix": Integer("seconds since 1970-01-01 UTC")}, "time", "unix")}},
 		Contract: Contract{Reads: []string{"clock:now"}}},
@@ -54,7 +54,7 @@ func ClockOffer(now func() time.Time) Offer {
 // failing and capabilities without the rules.
 func SelfView(set *Set, self Self) *Capability {
 	v := &selfView{set: set, self: self}
-	c, err := New(Spec{Name: "self", Description: "Read-only views of this agent: its memory, its policy, its capabilities",
+	c, err := New(Description{Name: "self", Description: "Read-only views of this agent: its memory, its policy, its capabilities",
 		Methods: []Method{
 			{Name: "memory", Description: "Recall from this agent's memory: the beliefs and observations matching a query",
 				Params: Object("", map[string]*Schema{"query": String("what to recall"),

@@ -31,7 +31,7 @@ var (
 	// ErrBadResult: the implementation returned a result that does not match the method's
 	// result schema, or that is too large.
 	ErrBadResult = errors.New("capability: bad result")
-	// ErrBadSpec: a Spec or Restrictions that New or Derive cannot accept.
+	// ErrBadSpec: a Description or Restrictions that New or Derive cannot accept.
 	ErrBadSpec = errors.New("capability: bad specification")
 )
 
@@ -51,26 +51,72 @@ type Method struct {
 	Params *Schema `json:"params,omitempty"`
 	// Result is the schema of the result; nil means any JSON value.
 	Result *Schema `json:"result,omitempty"`
+	// Effects are what every call of the method reaches, checked against the contract before
+	// the implementation runs. They let a capability whose effects happen out of sight — a
+	// client's, over the network — declare them, so the contract and every derivation of it
+	// bound them on this side.
+	Effects []Effect `json:"effects,omitempty"`
 }
 
-// Spec is what New makes a capability of.
-type Spec struct {
+// Effect is an access a method's every call makes. In Resource, {name} stands for the
+// method's string argument name ("" when absent): "doc:{id}", "file:{path}".
+type Effect struct {
+	Access   Access `json:"access"`
+	Resource string `json:"resource"`
+}
+
+// maxEffects bounds a method's effects, maxMethods a capability's methods.
+const (
+	maxEffects = 16
+	maxMethods = 64
+)
+
+var placeholderRE = regexp.MustCompile(`\{([a-zA-Z_][a-zA-Z0-9_]*)\}`)
+
+// checkEffects reports whether m's effects are well formed: a known access, and placeholders
+// that name string parameters.
+func checkEffects(m Method) error {
+	if len(m.Effects) > maxEffects {
+		return fmt.Errorf("more than %d effects", maxEffects)
+	}
+	for _, e := range m.Effects {
+		switch e.Access {
+		case Read, Write, Execute, Network, Spawn:
+		default:
+			return fmt.Errorf("effect access %q", e.Access)
+		}
+		if e.Resource == "" || len(e.Resource) > maxPatternLen {
+			return fmt.Errorf("effect resource %q", truncate(e.Resource, 64))
+		}
+		for _, p := range placeholderRE.FindAllStringSubmatch(e.Resource, -1) {
+			if m.Params == nil || m.Params.Properties[p[1]] == nil || m.Params.Properties[p[1]].Type != "string" {
+				return fmt.Errorf("effect %q: {%s} is not a string parameter", e.Resource, p[1])
+			}
+		}
+	}
+	return nil
+}
+
+// expandEffect fills the placeholders of resource with args' string values.
+func expandEffect(resource string, args any) string {
+	m, _ := args.(map[string]any)
+	return placeholderRE.ReplaceAllStringFunc(resource, func(p string) string {
+		s, _ := m[p[1:len(p)-1]].(string)
+		return s
+	})
+}
+
+// Description describes a capability: what New makes one of, what Describe returns (the
+// model's tool schemas are its methods' parameter schemas), and what a client lending a
+// capability declares (ParseDescription).
+type Description struct {
 	// Name: lower-case letters and digits, words joined by single hyphens, at most 32 bytes.
-	Name        string
-	Description string
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// Methods: names are letters and digits, words joined by single underscores, at most 32
 	// bytes.
-	Methods  []Method
-	Contract Contract
-}
-
-// Description is what Describe returns: the capability's name, description, methods (with
-// their schemas) and contract.
-type Description struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Methods     []Method `json:"methods"`
-	Contract    Contract `json:"contract"`
+	Methods  []Method `json:"methods"`
+	Contract Contract `json:"contract"`
 }
 
 // Impl is what a capability does. Call runs c.Method with c.Args (already checked against the
@@ -115,17 +161,17 @@ var (
 // ValidName reports whether name may name a capability.
 func ValidName(name string) bool { return len(name) <= 32 && nameRE.MatchString(name) }
 
-// New makes a capability of spec, implemented by impl. The spec's schemas and contract are
-// checked; the capability lives until revoked.
-func New(spec Spec, impl Impl) (*Capability, error) {
+// New makes a capability of spec, implemented by impl. The description's names, schemas,
+// effects and contract are checked; the capability lives until revoked.
+func New(spec Description, impl Impl) (*Capability, error) {
 	if !ValidName(spec.Name) {
 		return nil, fmt.Errorf("%w: name %q", ErrBadSpec, spec.Name)
 	}
 	if impl == nil {
 		return nil, fmt.Errorf("%w: %s has no implementation", ErrBadSpec, spec.Name)
 	}
-	if len(spec.Methods) == 0 {
-		return nil, fmt.Errorf("%w: %s has no methods", ErrBadSpec, spec.Name)
+	if len(spec.Methods) == 0 || len(spec.Methods) > maxMethods {
+		return nil, fmt.Errorf("%w: %s has no methods, or more than %d", ErrBadSpec, spec.Name, maxMethods)
 	}
 	seen := map[string]bool{}
 	for _, m := range spec.Methods {
@@ -135,6 +181,9 @@ func New(spec Spec, impl Impl) (*Capability, error) {
 		seen[m.Name] = true
 		if m.Params != nil && m.Params.Type != "object" {
 			return nil, fmt.Errorf("%w: %s.%s: parameters are an object", ErrBadSpec, spec.Name, m.Name)
+		}
+		if err := checkEffects(m); err != nil {
+			return nil, fmt.Errorf("%w: %s.%s: %v", ErrBadSpec, spec.Name, m.Name, err)
 		}
 		for _, s := range []*Schema{m.Params, m.Result} {
 			if s == nil {
@@ -430,11 +479,16 @@ func (c *Capability) run(ctx context.Context, call *Call, args json.RawMessage) 
 	if m == nil {
 		return nil, fmt.Errorf("%w: %s.%s", ErrNoMethod, c.name, call.Method)
 	}
-	canon, err := checkArgs(m, args)
+	v, canon, err := checkArgs(m, args)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s.%s: %v", ErrBadArgs, c.name, call.Method, err)
 	}
 	call.Args = canon
+	for _, e := range m.Effects {
+		if err := call.Check(e.Access, expandEffect(e.Resource, v)); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(c.life, func() { cancel(context.Cause(c.life)) })()
@@ -465,26 +519,27 @@ func (c *Capability) callImpl(ctx context.Context, call *Call) (out any, err err
 	return c.impl.Call(ctx, call)
 }
 
-// checkArgs checks raw arguments against m's parameter schema and returns them canonical.
-func checkArgs(m *Method, args json.RawMessage) (json.RawMessage, error) {
+// checkArgs checks raw arguments against m's parameter schema and returns them decoded and
+// canonical.
+func checkArgs(m *Method, args json.RawMessage) (any, json.RawMessage, error) {
 	if len(args) > MaxArgs {
-		return nil, fmt.Errorf("larger than %d bytes", MaxArgs)
+		return nil, nil, fmt.Errorf("larger than %d bytes", MaxArgs)
 	}
 	if len(strings.TrimSpace(string(args))) == 0 {
 		args = json.RawMessage("{}")
 	}
 	v, canon, err := decodeJSON(args)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ps := m.Params
 	if ps == nil {
 		ps = &Schema{Type: "object"}
 	}
 	if err := ps.validate(v, ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return canon, nil
+	return v, canon, nil
 }
 
 // checkResult marshals out and checks it against m's result schema.

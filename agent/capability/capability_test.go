@@ -19,7 +19,7 @@ func probe(t testing.TB, contract Contract) *Capability {
 	t.Helper()
 	touchParams := Object("", map[string]*Schema{"access": {Type: "string", Enum: []string{"reads", "writes", "executes", "network", "spawns"}},
 		"resource": String(""), "bytes": Integer("")}, "access", "resource")
-	c, err := New(Spec{Name: "probe", Description: "a test capability", Contract: contract,
+	c, err := New(Description{Name: "probe", Description: "a test capability", Contract: contract,
 		Methods: []Method{
 			{Name: "touch", Description: "ask for one access", Params: touchParams,
 				Result: Object("", map[string]*Schema{"touched": String("")}, "touched")},
@@ -90,7 +90,7 @@ func touch(access Access, resource string) string {
 func TestNewRefusesBadSpecs(t *testing.T) {
 	t.Parallel()
 	m := []Method{{Name: "m"}}
-	bad := []Spec{
+	bad := []Description{
 		{Name: "", Methods: m},
 		{Name: "Fs", Methods: m},
 		{Name: "a_b", Methods: m},
@@ -108,7 +108,7 @@ func TestNewRefusesBadSpecs(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want ErrBadSpec", s, err)
 		}
 	}
-	if _, err := New(Spec{Name: "x", Methods: m}, nil); !errors.Is(err, ErrBadSpec) {
+	if _, err := New(Description{Name: "x", Methods: m}, nil); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("New without an Impl = %v, want ErrBadSpec", err)
 	}
 }

@@ -67,7 +67,7 @@ func (m Manifest) Validate() error {
 		}
 	}
 	if len(m.Methods) > 0 { // the same checks as New's
-		if _, err := New(Spec{Name: m.Name, Methods: m.Methods, Contract: m.Contract}, Funcs{}); err != nil {
+		if _, err := New(Description{Name: m.Name, Methods: m.Methods, Contract: m.Contract}, Funcs{}); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadManifest, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 )
@@ -333,6 +334,9 @@ func parseResource(s string) (resource, bool) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || !validKind(kind) {
 		return resource{}, false
+	}
+	if kind == "file" && (checkFileGlob(rest) != nil || path.Clean(rest) != rest) {
+		return resource{}, false // file resources are clean: notes/../secret never passes for notes/*
 	}
 	return resource{kind: kind, rest: rest}, true
 }

@@ -18,6 +18,10 @@ func TestContractAllows(t *testing.T) {
 		{"file:notes/*", Read, "file:notes", true}, // the directory itself
 		{"file:notes/*", Read, "file:notes.txt", false},
 		{"file:notes/*", Read, "file:other/notes/a", false},
+		{"file:notes/*", Read, "file:notes/../secret", false}, // file resources must be clean
+		{"file:notes/*", Read, "file:notes//a", false},
+		{"file:*", Read, "file:/etc/passwd", false},
+		{"file:*", Read, "file:.", true},
 		{"file:notes/*", Write, "file:notes/a.txt", false}, // another field
 		{"file:*.md", Read, "file:README.md", true},
 		{"file:*.md", Read, "file:README.md.exe", false},

@@ -92,7 +92,7 @@ func Fetch(contract Contract, opts *FetchOptions) (*Capability, error) {
 	for _, h := range requestHeaders {
 		reqHeaders.Properties[strings.ToLower(h)] = &Schema{Type: "string", MaxLength: ptr(1024)}
 	}
-	c, err := New(Spec{Name: "fetch", Description: "Fetch URLs over HTTP",
+	c, err := New(Description{Name: "fetch", Description: "Fetch URLs over HTTP",
 		Methods: []Method{
 			{Name: "get", Description: "GET a URL: its status, headers and body (text, or base64 when not UTF-8)",
 				Params: Object("", map[string]*Schema{"url": urlArg, "headers": reqHeaders}, "url"),

@@ -56,7 +56,7 @@ func FileSystem(root string, contract Contract, opts *FileSystemOptions) (*Capab
 	}
 	pathArg := String("a path relative to the file system's root, with / between names")
 	entry := Object("", map[string]*Schema{"name": String(""), "dir": Boolean(""), "size": Integer("")}, "name", "dir", "size")
-	c, err := New(Spec{Name: "fs", Description: "Files in a directory the operator chose",
+	c, err := New(Description{Name: "fs", Description: "Files in a directory the operator chose",
 		Methods: []Method{
 			{Name: "read", Description: "Read a file: its text, or base64 when it is not UTF-8",
 				Params: Object("", map[string]*Schema{"path": pathArg,

@@ -39,7 +39,7 @@ func ptr[T any](v T) *T { return &v }
 // newLoader makes the loader of s.
 func newLoader(s *Set) *Capability {
 	l := &loader{set: s}
-	c, err := New(Spec{Name: loaderName, Description: "Discover, install and uninstall capabilities",
+	c, err := New(Description{Name: loaderName, Description: "Discover, install and uninstall capabilities",
 		Methods: []Method{
 			{Name: "available", Description: "List the capabilities on offer, with their manifests, default strategies and whether they are installed"},
 			{Name: "show", Description: "Show one capability's manifest and contract before installing it", Params: nameParams},

@@ -233,7 +233,7 @@ func TestPackageOffer(t *testing.T) {
 	var made string
 	run := func(_ context.Context, p *Package, env Env) (*Capability, error) {
 		made = env.Principal
-		return New(Spec{Name: p.Manifest.Name, Methods: p.Manifest.Methods, Contract: p.Manifest.Contract},
+		return New(Description{Name: p.Manifest.Name, Methods: p.Manifest.Methods, Contract: p.Manifest.Contract},
 			Funcs{"at": func(_ context.Context, c *Call) (any, error) { return "sunny", nil }})
 	}
 	cat := NewCatalog()

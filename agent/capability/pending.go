@@ -220,5 +220,6 @@ func (s *Set) Decide(ctx context.Context, id string, d Decision) error {
 	}
 	s.record(ctx, Record{Session: p.Session, Capability: p.Capability, Method: p.Method, Args: recordArgs(p.Args),
 		Origin: p.Origin, Outcome: out, Pending: p.ID, By: d.By, Reason: d.Reason, Strategy: p.Strategy}, true)
+	s.notify()
 	return nil
 }

@@ -56,6 +56,10 @@ type SetOptions struct {
 	// them as observations. It is called without locks held, in the goroutine that caused the
 	// record, after the record is in the audit log.
 	Observe func(Record)
+	// Changed, when set, is called after the set's State changed (an install, an uninstall,
+	// a strategy, an approval asked, decided or used, a budget spent), without locks held, in
+	// the goroutine that changed it: the runtime saves State then, or at the end of the turn.
+	Changed func()
 	// Self is the instance's view of itself, for the self capability; nil means none.
 	Self Self
 	// Now is the clock; nil means time.Now.
@@ -74,6 +78,7 @@ type Set struct {
 	catalog    *Catalog
 	audit      Audit
 	observe    func(Record)
+	changed    func()
 	self       Self
 	now        func() time.Time
 	maxPending int
@@ -126,7 +131,7 @@ func NewSet(opts *SetOptions) *Set {
 		opts = &SetOptions{}
 	}
 	s := &Set{principal: opts.Principal, catalog: opts.Catalog, audit: opts.Audit, observe: opts.Observe,
-		self: opts.Self, now: opts.Now, maxPending: opts.MaxPending, maxHeld: opts.MaxHeld, held: map[string]*grant{}}
+		changed: opts.Changed, self: opts.Self, now: opts.Now, maxPending: opts.MaxPending, maxHeld: opts.MaxHeld, held: map[string]*grant{}}
 	if s.catalog == nil {
 		s.catalog = NewCatalog()
 	}
@@ -208,6 +213,7 @@ func (s *Set) install(ctx context.Context, c *Capability, g Grant, offered bool,
 		return err
 	}
 	s.record(ctx, Record{Capability: c.name, Outcome: OutcomeInstalled, Strategy: g.Strategy, By: cmpOr(g.By, "unknown"), Origin: origin}, true)
+	s.notify()
 	return nil
 }
 
@@ -229,6 +235,7 @@ func (s *Set) Uninstall(ctx context.Context, name, by string) error {
 	}
 	g.cap.Revoke(errors.New("uninstalled"))
 	s.record(ctx, Record{Capability: name, Outcome: OutcomeUninstalled, By: cmpOr(by, "unknown")}, true)
+	s.notify()
 	return nil
 }
 
@@ -268,6 +275,7 @@ func (s *Set) SetStrategy(ctx context.Context, name, session string, st Strategy
 		return err
 	}
 	s.record(ctx, Record{Capability: name, Session: session, Outcome: OutcomeStrategy, Strategy: st, By: cmpOr(by, "unknown")}, true)
+	s.notify()
 	return nil
 }
 
@@ -434,6 +442,9 @@ type Request struct {
 func (s *Set) Call(ctx context.Context, req Request) (json.RawMessage, error) {
 	rec := Record{Session: req.Session, Capability: req.Capability, Method: req.Method, Origin: req.Origin, Args: recordArgs(req.Args)}
 	held, mt, st, err := s.admit(req, &rec)
+	if req.Approval != "" || mt != nil || errors.Is(err, ErrApprovalRequired) {
+		defer s.notify() // an approval asked or used, a budget spent
+	}
 	if err != nil {
 		s.recordErr(ctx, rec, err)
 		return nil, err
@@ -478,7 +489,7 @@ func (s *Set) admit(req Request, rec *Record) (*Capability, *meter, Strategy, er
 		if g.cap.method(req.Method) == nil {
 			return nil, nil, st, fmt.Errorf("%w: %s.%s", ErrNoMethod, g.cap.name, truncate(req.Method, 64))
 		}
-		canon, err := checkArgs(g.cap.method(req.Method), req.Args)
+		_, canon, err := checkArgs(g.cap.method(req.Method), req.Args)
 		if err != nil {
 			return nil, nil, st, fmt.Errorf("%w: %s.%s: %v", ErrBadArgs, g.cap.name, req.Method, err)
 		}
@@ -552,6 +563,13 @@ func (s *Set) recordErr(ctx context.Context, r Record, err error) {
 		}
 	}
 	s.record(ctx, r, observed)
+}
+
+// notify calls Changed.
+func (s *Set) notify() {
+	if s.changed != nil {
+		s.changed()
+	}
 }
 
 // Audit returns the records of the set's principal that q selects (q.Principal and q.All are
