@@ -1,8 +1,15 @@
 package agent
 
-// Concurrency: an Agent's state (its mind: memory, policy, pending questions) is owned by the
-// goroutine run starts in New. Every exported method posts a closure to the mailbox and, except
-// Send, waits for it; nothing else touches the state. Close stops the goroutine and waits for it.
+// Concurrency model of an instance. Each resident instance (one principal's agent) is an actor:
+// one goroutine (instance.run) owns its state, the core; every exported method posts a closure
+// to its mailbox, and nothing else touches the core. Turns run as coroutines of that goroutine
+// (turn.go): a turn's goroutine touches the core only while the instance goroutine has handed
+// it the state, and hands it back before anything slow (a model call, a tool call, waiting for
+// the user), so the mailbox keeps moving. A store commit is the only I/O done while holding the
+// state: it keeps memory and store in the same order.
+//
+// Instances belong to a Host (host.go), which loads them on first use and evicts them when
+// idle. An *Agent is a handle (definition, principal) that outlives evictions.
 
 import (
 	"context"
@@ -12,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,14 +28,14 @@ import (
 // ErrClosed is returned by an agent's methods after Close.
 var ErrClosed = errors.New("agent: closed")
 
-// Options configure an agent. The zero value (or nil) is an agent with an empty policy, an
-// in-memory store and no tools.
+// Options configure an agent made by [New]. The zero value (or nil) is an agent with an empty
+// policy, an in-memory store and no tools.
 type Options struct {
 	// Policy is the agent's policy; nil means no rules. Its axioms and limits always apply; its
 	// rules are version 1 of a new agent, while an agent the store knows keeps its own versions.
 	Policy *Policy
-	// Store keeps the observation log and beliefs; nil means NewMemoryStore(). New loads what
-	// the store holds under the agent's name.
+	// Store keeps the agent's memory; nil means NewMemoryStore(). New loads what the store holds
+	// under the agent's name (for the anonymous principal).
 	Store Store
 	// Tools are the capabilities rules, and the model, may call; nil means none.
 	Tools map[string]Tool
@@ -39,343 +45,339 @@ type Options struct {
 	// Model is the language model the Consult action asks; nil means none (Consult then
 	// reports "no-model", and rules go on without it).
 	Model Model
+	// Knowledge is the operator's read-only knowledge; nil means none. See [Definition].
+	Knowledge []Fact
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Mailbox is the mailbox capacity; zero means 64.
 	Mailbox int
+	// Limiter bounds concurrent model calls; nil means no bound.
+	Limiter *Limiter
 }
 
-// Agent is a rule-driven actor. See the package doc.
+// Agent is a handle on one instance of a definition: the one [New] made, or one principal's
+// from [Host.Instance]. Its methods load the instance when it is not resident.
 type Agent struct {
-	name    string
-	mailbox chan func(*core)
-	quit    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	stop    context.CancelCauseFunc // ends the agent's lifetime context (mind.life)
+	name string
+	h    *Host
+	p    Principal
+	own  bool // made by New: Close closes the host
 }
 
-// core is the state the agent's goroutine owns.
-type core struct {
-	mind     *mind
-	store    Store
-	versions []*compiledPolicy // every policy version; versions[i] is version i+1
-	history  []PolicyVersion   // history[i] is how versions[i] came about
-	current  int               // index in versions
-	edits    []time.Time       // when proposals were applied, for the rate limit
-	reviews  []Review          // proposals held for approval, pending or decided, in order
-	sendErr  error             // the first store error of a Send, for the next Ask
-}
-
-// New starts an agent named name.
+// New starts an agent named name: one instance (the anonymous principal's) of a private host
+// that never evicts it. It loads what opts.Store holds for it.
 func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	pol := opts.Policy
-	if pol == nil {
-		pol = &Policy{}
-	}
-	if _, err := compile(pol); err != nil {
+	h, err := NewHost(&Definition{Name: name, Policy: opts.Policy, Tools: opts.Tools, ToolHelp: opts.ToolHelp,
+		Model: opts.Model, Knowledge: opts.Knowledge, Now: opts.Now},
+		&HostOptions{Store: opts.Store, IdleTimeout: -1, Mailbox: opts.Mailbox, Limiter: opts.Limiter})
+	if err != nil {
 		return nil, err
 	}
-	st := opts.Store
-	if st == nil {
-		st = NewMemoryStore()
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	mem := newMemory()
-	log, err := st.Observations(ctx, name)
+	a, err := h.Instance(ctx, Principal{})
 	if err != nil {
-		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
+		_ = h.Close()
+		return nil, err
 	}
-	for _, o := range log {
-		mem.append(o)
-	}
-	beliefs, err := st.Beliefs(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
-	}
-	for _, b := range beliefs {
-		mem.putBelief(b)
-	}
-	if mem.goals, err = st.Goals(ctx, name); err != nil {
-		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
-	}
-	work, err := st.Working(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
-	}
-	for _, n := range work.Notes {
-		n.key = subjectKey(n.Subject) + "\x00" + subjectKey(n.Value)
-		mem.working = append(mem.working, n)
-	}
-	hist, cur, err := st.Policies(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
-	}
-	if len(hist) == 0 {
-		v1 := PolicyVersion{Version: 1, Rules: cloneRules(pol.Rules), Applied: now().UTC()}
-		if err := st.AddPolicy(ctx, name, v1); err != nil {
-			return nil, fmt.Errorf("agent: saving %s: %w", name, err)
-		}
-		if err := st.SetPolicy(ctx, name, 1); err != nil {
-			return nil, fmt.Errorf("agent: saving %s: %w", name, err)
-		}
-		hist, cur = []PolicyVersion{v1}, 1
-	}
-	c := &core{store: st, history: hist, current: cur - 1}
-	for i, h := range hist {
-		if h.Version != i+1 {
-			return nil, fmt.Errorf("agent: loading %s: policy version %d is at position %d", name, h.Version, i+1)
-		}
-		// Axioms and limits are the program's; the rules are the agent's own history.
-		p := pol.clone()
-		p.Rules = h.Rules
-		cp, err := compile(p)
-		if err != nil {
-			return nil, fmt.Errorf("agent: loading %s: policy version %d: %w", name, h.Version, err)
-		}
-		c.versions = append(c.versions, cp)
-		if i > 0 {
-			c.edits = append(c.edits, h.Applied)
-		}
-	}
-	if c.current < 0 || c.current >= len(c.versions) {
-		return nil, fmt.Errorf("agent: loading %s: no policy version %d", name, cur)
-	}
-	if c.reviews, err = st.Reviews(ctx, name); err != nil {
-		return nil, fmt.Errorf("agent: loading %s: %w", name, err)
-	}
-	// An approval saves its version before its review: a review still pending whose version
-	// was saved was approved when the agent stopped.
-	for _, h := range hist {
-		i := slices.IndexFunc(c.reviews, func(r Review) bool { return h.Review != "" && r.ID == h.Review })
-		if i >= 0 && c.reviews[i].Status == ReviewPending {
-			r := &c.reviews[i]
-			r.Status, r.Reviewer, r.Decided, r.Version = ReviewApproved, h.Approver, h.Applied, h.Version
-			if err := st.SaveReview(ctx, name, *r); err != nil {
-				return nil, fmt.Errorf("agent: saving %s: %w", name, err)
-			}
-		}
-	}
-	m := newMind(name, mem, c.versions[c.current], now)
-	maps.Copy(m.pending, work.Pending)
-	c.mind = m
-	m.tools = map[string]Tool{}
-	for k, t := range opts.Tools {
-		m.tools[k] = t
-	}
-	m.toolHelp = maps.Clone(opts.ToolHelp)
-	m.model, m.hasModel = opts.Model, opts.Model != nil
-	size := opts.Mailbox
-	if size <= 0 {
-		size = 64
-	}
-	a := &Agent{name: name, mailbox: make(chan func(*core), size), quit: make(chan struct{}), done: make(chan struct{})}
-	m.life, a.stop = context.WithCancelCause(context.Background())
-	go a.run(c)
+	a.own = true
 	return a, nil
 }
 
-func (a *Agent) run(c *core) {
-	defer close(a.done)
+// Name returns the agent's name (its definition's).
+func (a *Agent) Name() string { return a.name }
+
+// Host returns the host a's instance belongs to (for New, a private one, whose anonymous
+// principal a is: Executor(a.Host()) serves a to callers that do not authenticate).
+func (a *Agent) Host() *Host { return a.h }
+
+// Principal returns the principal whose instance a is.
+func (a *Agent) Principal() Principal { return a.p }
+
+// Close stops an agent made by New and waits for it: a model call in progress is canceled, a
+// tool call runs to its end. It is idempotent. On a handle from Host.Instance it does nothing:
+// the host owns its instances.
+func (a *Agent) Close() error {
+	if a.own {
+		return a.h.Close()
+	}
+	return nil
+}
+
+// Done is closed when the agent's host has stopped.
+func (a *Agent) Done() <-chan struct{} { return a.h.Done() }
+
+// instance is a resident instance: its mailbox and the goroutine that owns its core.
+type instance struct {
+	h       *Host
+	key     Key
+	mailbox chan func(*core)
+	life    context.Context // canceled by close: turns derive from it
+	stop    context.CancelCauseFunc
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	turns   sync.WaitGroup // the turns' goroutines
+
+	mu     sync.Mutex       // guards parked
+	parked map[string]*turn // turns waiting for the user's answer, by task
+}
+
+// core is the state an instance's goroutine owns.
+type core struct {
+	in       *instance
+	def      *definition
+	mem      *memory
+	store    Store
+	versions []*compiledPolicy // every policy version; versions[i] is version i+1
+	history  []PolicyVersion   // history[i] is how versions[i] came about
+	current  int               // index in versions
+	unsaved  int               // versions at the start of history not saved yet (v1 of a new instance)
+	edits    []time.Time       // when proposals were applied, for the rate limit
+	reviews  []Review          // proposals held for approval, pending or decided, in order
+	sendErr  error             // the first store error of a Send, for the next Ask
+	sessions map[string]*sessionSlot
+	inflight int // turns admitted and not finished
+}
+
+// load reads an instance from the store and starts its goroutine.
+func load(ctx context.Context, h *Host, key Key) (*instance, error) {
+	d := h.def
+	snap, err := h.store.Load(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("agent: loading %s: %w", key.Agent, err)
+	}
+	mem := newMemory()
+	mem.knowledge = d.knowledge
+	mem.load(snap)
+	c := &core{def: d, mem: mem, store: h.store, history: snap.Policies, current: snap.Current - 1,
+		reviews: snap.Reviews, sessions: map[string]*sessionSlot{}}
+	if len(c.history) == 0 {
+		c.history = []PolicyVersion{{Version: 1, Rules: cloneRules(d.policy.Rules), Applied: d.now().UTC()}}
+		c.current, c.unsaved = 0, 1
+	}
+	for i, pv := range c.history {
+		if pv.Version != i+1 {
+			return nil, fmt.Errorf("agent: loading %s: policy version %d is at position %d", key.Agent, pv.Version, i+1)
+		}
+		// Axioms and limits are the program's; the rules are the instance's own history.
+		p := d.policy.clone()
+		p.Rules = pv.Rules
+		cp, err := compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("agent: loading %s: policy version %d: %w", key.Agent, pv.Version, err)
+		}
+		c.versions = append(c.versions, cp)
+		if i > 0 {
+			c.edits = append(c.edits, pv.Applied)
+		}
+	}
+	if c.current < 0 || c.current >= len(c.versions) {
+		return nil, fmt.Errorf("agent: loading %s: no policy version %d", key.Agent, c.current+1)
+	}
+	// An approval saves its version with its review; a review still pending whose version was
+	// saved comes from a store of an older layout, written in two steps.
+	var fixed []Review
+	for _, pv := range c.history {
+		i := slices.IndexFunc(c.reviews, func(r Review) bool { return pv.Review != "" && r.ID == pv.Review })
+		if i >= 0 && c.reviews[i].Status == ReviewPending {
+			r := &c.reviews[i]
+			r.Status, r.Reviewer, r.Decided, r.Version = ReviewApproved, pv.Approver, pv.Applied, pv.Version
+			fixed = append(fixed, *r)
+		}
+	}
+	if len(fixed) > 0 {
+		if err := h.store.Commit(ctx, key, &Batch{Reviews: fixed}); err != nil {
+			return nil, fmt.Errorf("agent: saving %s: %w", key.Agent, err)
+		}
+	}
+	in := &instance{h: h, key: key, mailbox: make(chan func(*core), h.opts.Mailbox), quit: make(chan struct{}),
+		done: make(chan struct{}), parked: map[string]*turn{}}
+	in.life, in.stop = context.WithCancelCause(context.Background())
+	c.in = in
+	go in.run(c)
+	return in, nil
+}
+
+func (in *instance) run(c *core) {
+	defer close(in.done)
 	for {
 		select {
-		case f := <-a.mailbox:
+		case f := <-in.mailbox:
 			f(c)
-		case <-a.quit:
+		case <-in.quit:
+			// Closing: the turns in flight (their contexts canceled) still need the state to
+			// end; nothing else is served.
+			for c.inflight > 0 {
+				f := <-in.mailbox
+				f(c)
+			}
 			return
 		}
 	}
 }
 
-// Name returns the agent's name.
-func (a *Agent) Name() string { return a.name }
-
-// Close stops the agent and waits for its goroutine. It is idempotent. A model call in progress
-// is canceled; a tool call runs to its end.
-func (a *Agent) Close() error {
-	a.once.Do(func() { close(a.quit); a.stop(ErrClosed) })
-	<-a.done
-	return nil
+// close cancels the instance's turns, lets them end, stops its goroutine and waits for it
+// and for them. It is idempotent.
+func (in *instance) close() {
+	in.once.Do(func() { in.stop(ErrClosed); close(in.quit) })
+	<-in.done
+	in.turns.Wait()
 }
 
-// Done is closed when the agent has stopped.
-func (a *Agent) Done() <-chan struct{} { return a.done }
+// closing reports whether close has begun.
+func (in *instance) closing() bool {
+	select {
+	case <-in.quit:
+		return true
+	default:
+		return false
+	}
+}
 
 // post puts f in the mailbox.
-func (a *Agent) post(ctx context.Context, f func(*core)) error {
+func (in *instance) post(ctx context.Context, f func(*core)) error {
 	select {
-	case a.mailbox <- f:
+	case in.mailbox <- f:
 		return nil
-	case <-a.quit:
+	case <-in.quit:
 		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// do runs f in the agent's goroutine and waits for it.
-func (a *Agent) do(ctx context.Context, f func(*core)) error {
+// do runs f in the instance's goroutine and waits for it.
+func (in *instance) do(ctx context.Context, f func(*core)) error {
 	ran := make(chan struct{})
-	if err := a.post(ctx, func(c *core) { f(c); close(ran) }); err != nil {
+	if err := in.post(ctx, func(c *core) { f(c); close(ran) }); err != nil {
 		return err
 	}
 	select {
 	case <-ran:
 		return nil
-	case <-a.done:
-		return ErrClosed
+	case <-in.done:
+		select {
+		case <-ran:
+			return nil
+		default:
+			return ErrClosed
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// call runs f in the agent's goroutine and returns its result.
+// call runs f in the goroutine of a's instance and returns its result.
 func call[T any](ctx context.Context, a *Agent, f func(*core) (T, error)) (T, error) {
 	var v T
 	var err error
-	if e := a.do(ctx, func(c *core) { v, err = f(c) }); e != nil {
+	e, aerr := a.h.acquire(ctx, a.p)
+	if aerr != nil {
+		return v, aerr
+	}
+	defer a.h.release(e)
+	if e := e.in.do(ctx, func(c *core) { v, err = f(c) }); e != nil {
 		var zero T
 		return zero, e
 	}
 	return v, err
 }
 
-// Send posts ev to the mailbox without waiting for the agent to integrate it. ctx bounds only
-// the wait for room in the mailbox. A store error while integrating is reported by the next Ask.
-func (a *Agent) Send(ctx context.Context, ev Event) error {
-	run := context.WithoutCancel(ctx)
-	return a.post(ctx, func(c *core) {
-		if _, err := c.integrate(run, ev); err != nil && c.sendErr == nil {
-			c.sendErr = err
+// commit saves b (with the policy versions not saved yet) in one store transaction and, once
+// saved, applies it to the resident memory.
+func (c *core) commit(ctx context.Context, b *Batch) error {
+	if c.unsaved > 0 {
+		b.Policies = append(cloneAll(c.history[:c.unsaved], PolicyVersion.clone), b.Policies...)
+		if b.Current == 0 {
+			b.Current = c.current + 1
 		}
-	})
-}
-
-// Ask posts ev and returns the run it caused. Once the agent takes the event the run completes
-// even if ctx ends (an agent does not half-integrate an observation); tools see ctx without its
-// cancellation. Rule errors do not stop a run: they are logged as thoughts. The error is a
-// store error (this run's, or an earlier Send's), ErrClosed or the context's.
-func (a *Agent) Ask(ctx context.Context, ev Event) (Run, error) {
-	return call(ctx, a, func(c *core) (Run, error) {
-		run, err := c.integrate(context.WithoutCancel(ctx), ev)
-		if err == nil && c.sendErr != nil {
-			err, c.sendErr = c.sendErr, nil
-		}
-		return run, err
-	})
-}
-
-func (c *core) integrate(ctx context.Context, ev Event) (Run, error) {
-	o := c.mind.observe(ev)
-	run := Run{Observation: o.ID, Policy: c.current + 1}
-	before := len(c.mind.mem.log) - 1
-	_ = c.mind.integrate(ctx, o, &run)
-	err := c.save(ctx, before)
-	status := "completed"
-	switch {
-	case err != nil, run.Failure != "":
-		status = "failed"
-	case run.Question != "":
-		status = "input-required"
 	}
-	c.mind.record(&run, Entry{Kind: EntryEnd, Text: "run " + o.ID + " ended", Result: map[string]string{
-		"status": status, "observation": o.ID, "policy": strconv.Itoa(run.Policy), "reply": run.Reply, "question": run.Question, "failure": run.Failure}})
-	return run, err
+	if err := c.store.Commit(ctx, c.in.key, b); err != nil {
+		if c.unsaved > 0 {
+			b.Policies = b.Policies[c.unsaved:]
+		}
+		return err
+	}
+	c.unsaved = 0
+	c.mem.apply(b)
+	return nil
 }
 
-// Stream is Ask that yields the run's working log as the agent writes it. The last entry is
-// EntryEnd, whose Result has the run's status ("completed", "input-required", or "failed" when
-// its memory could not be saved), observation, policy, reply and question; a store error
-// follows it. The agent waits for each entry to be taken (backpressure): a consumer that stops
-// early, or whose ctx ends, releases it, and the run still completes.
+// Send posts ev as a new turn without waiting for it. ctx bounds only the wait for room in
+// the mailbox. A store error of the turn is reported by the next Ask.
+func (a *Agent) Send(ctx context.Context, ev Event) error {
+	_, _, err := a.start(ctx, ev, turnOptions{send: true})
+	return err
+}
+
+// Ask posts ev as a new turn and returns the run it caused, once its memory is committed (or
+// the turn parked waiting for the user: then Run.Question is the question, and the next Ask
+// on the same task is the answer). Once the instance takes the event the turn completes even
+// if ctx ends; Close cancels it. Rule errors do not stop a run: they are logged as thoughts.
+// The error is a store error (this turn's, or an earlier Send's), ErrClosed or the context's.
+func (a *Agent) Ask(ctx context.Context, ev Event) (Run, error) {
+	t, from, err := a.start(ctx, ev, turnOptions{})
+	if err != nil {
+		return Run{}, err
+	}
+	var run Run
+	for i := from; ; i++ {
+		e, err := t.out.wait(ctx, i)
+		if err != nil {
+			return Run{}, err
+		}
+		run.Log = append(run.Log, e)
+		if e.Kind == EntryEnd {
+			run.Observation, run.Reply, run.Question, run.Failure = e.Result["observation"], e.Result["reply"], e.Result["question"], e.Result["failure"]
+			run.Policy, _ = strconv.Atoi(e.Result["policy"])
+			return run, t.endErr()
+		}
+		if parkedEntry(e) {
+			run.Observation, run.Question = e.Result["observation"], e.Text
+			run.Policy, _ = strconv.Atoi(e.Result["policy"])
+			return run, nil
+		}
+	}
+}
+
+// Stream is Ask that yields the run's working log as the turn writes it. The last entry is
+// EntryEnd, whose Result has the run's status ("completed", "input-required", "failed" when the
+// model did not answer or the memory could not be saved, "canceled"), observation, policy,
+// reply and question; a store error follows it. A turn that parks waiting for the user ends its
+// stream with an EntryInput entry whose Result["parked"] is "true". The turn never waits for
+// the consumer: a consumer that stops early, or whose ctx ends, leaves the turn running.
 func (a *Agent) Stream(ctx context.Context, ev Event) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		entries := make(chan Entry, 16)
-		stop := make(chan struct{})
-		var runErr error
-		err := a.post(ctx, func(c *core) {
-			defer close(entries)
-			c.mind.emit = func(e Entry) {
-				select {
-				case entries <- e:
-				case <-stop:
-				}
-			}
-			defer func() { c.mind.emit = nil }()
-			_, runErr = c.integrate(context.WithoutCancel(ctx), ev)
-		})
+		t, from, err := a.start(ctx, ev, turnOptions{})
 		if err != nil {
 			yield(Entry{}, err)
 			return
 		}
-		defer close(stop)
-		for {
-			select {
-			case e, ok := <-entries:
-				if !ok {
-					if runErr != nil {
-						yield(Entry{}, runErr)
-					}
-					return
-				}
-				if !yield(e, nil) {
-					return
-				}
-			case <-a.done:
-				yield(Entry{}, ErrClosed)
+		for i := from; ; i++ {
+			e, err := t.out.wait(ctx, i)
+			if err != nil {
+				yield(Entry{}, err)
 				return
-			case <-ctx.Done():
-				yield(Entry{}, ctx.Err())
+			}
+			if !yield(e, nil) || parkedEntry(e) {
+				return
+			}
+			if e.Kind == EntryEnd {
+				if err := t.endErr(); err != nil {
+					yield(Entry{}, err)
+				}
 				return
 			}
 		}
 	}
 }
 
-// save writes the observations from log index from on, and the dirty beliefs.
-func (c *core) save(ctx context.Context, from int) error {
-	name := c.mind.name
-	for _, o := range c.mind.mem.log[from:] {
-		if err := c.store.Append(ctx, name, o); err != nil {
-			return fmt.Errorf("agent: saving %s: %w", o.ID, err)
-		}
-	}
-	seen := map[string]bool{}
-	for _, id := range c.mind.dirty { // in the order written, so new beliefs keep their order
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		b := c.mind.mem.beliefs[c.mind.mem.beliefAt[id]]
-		if err := c.store.SaveBelief(ctx, name, b); err != nil {
-			return fmt.Errorf("agent: saving %s: %w", b.ID, err)
-		}
-	}
-	c.mind.dirty = c.mind.dirty[:0]
-	for _, i := range c.mind.dirtyGoals {
-		if err := c.store.SaveGoal(ctx, name, c.mind.mem.goals[i]); err != nil {
-			return fmt.Errorf("agent: saving %s: %w", c.mind.mem.goals[i].ID, err)
-		}
-	}
-	c.mind.dirtyGoals = c.mind.dirtyGoals[:0]
-	if c.mind.workDirty {
-		if err := c.store.SaveWorking(ctx, name, c.mind.workingState()); err != nil {
-			return fmt.Errorf("agent: saving the working state: %w", err)
-		}
-		c.mind.workDirty = false
-	}
-	return nil
-}
-
-// Recall searches the agent's memory. What it returns is a copy.
+// Recall searches the instance's memory (and the operator's knowledge). What it returns is a
+// copy, and sees only committed turns.
 func (a *Agent) Recall(ctx context.Context, q Query) (Recollection, error) {
-	return call(ctx, a, func(c *core) (Recollection, error) { return c.mind.mem.recall(q), nil })
+	return call(ctx, a, func(c *core) (Recollection, error) { return c.mem.recall(q), nil })
 }
 
 // View is a copy of an agent's state.
@@ -396,22 +398,22 @@ type View struct {
 	Tools        []string
 }
 
-// View returns a copy of the agent's state.
+// View returns a copy of the instance's committed state.
 func (a *Agent) View(ctx context.Context) (View, error) {
 	return call(ctx, a, func(c *core) (View, error) { return c.view(), nil })
 }
 
 func (c *core) view() View {
-	m := c.mind
-	v := View{Name: m.name, Policy: *c.versions[c.current].src.clone(), Version: c.current + 1,
-		Observations: len(m.mem.log)}
-	for _, b := range m.mem.beliefs {
+	m := c.mem
+	v := View{Name: c.def.name, Policy: *c.versions[c.current].src.clone(), Version: c.current + 1,
+		Observations: len(m.log)}
+	for _, b := range m.beliefs {
 		v.Beliefs = append(v.Beliefs, b.clone())
 	}
-	for _, g := range m.mem.goals {
+	for _, g := range m.goals {
 		v.Goals = append(v.Goals, g.clone())
 	}
-	for _, n := range m.mem.working {
+	for _, n := range m.working {
 		n.Observations = slices.Clone(n.Observations)
 		v.Working = append(v.Working, n)
 	}
@@ -421,7 +423,7 @@ func (c *core) view() View {
 	for _, r := range c.reviews {
 		v.Reviews = append(v.Reviews, r.clone())
 	}
-	for k := range m.tools {
+	for k := range c.def.tools {
 		v.Tools = append(v.Tools, k)
 	}
 	slices.Sort(v.Tools)

@@ -83,8 +83,8 @@ func (c *core) needsApproval(p Proposal) bool {
 // hold saves p, which passed its checks, as a pending review.
 func (c *core) hold(ctx context.Context, p Proposal, d Decision) (Decision, error) {
 	r := Review{ID: "r" + strconv.Itoa(len(c.reviews)+1), Proposal: p.clone(), Status: ReviewPending,
-		Base: c.current + 1, Proposed: c.mind.now().UTC()}
-	if err := c.store.SaveReview(ctx, c.mind.name, r); err != nil {
+		Base: c.current + 1, Proposed: c.def.now().UTC()}
+	if err := c.commit(ctx, &Batch{Reviews: []Review{r}}); err != nil {
 		return d, fmt.Errorf("agent: saving review %s: %w", r.ID, err)
 	}
 	c.reviews = append(c.reviews, r)
@@ -108,12 +108,9 @@ func (a *Agent) Approve(ctx context.Context, id, approver string) (Decision, err
 		if err != nil {
 			return d, err
 		}
-		r.Status, r.Reviewer, r.Decided, r.Version = ReviewApproved, approver, c.mind.now().UTC(), len(c.versions)+1
-		if d, err = c.apply(ctx, r.Proposal, cp, d, &r); err != nil {
+		r.Status, r.Reviewer, r.Decided, r.Version = ReviewApproved, approver, c.def.now().UTC(), len(c.versions)+1
+		if d, err = c.apply(ctx, r.Proposal, cp, d, &r); err != nil { // saves the review with the version
 			return d, err
-		}
-		if err := c.store.SaveReview(ctx, c.mind.name, r); err != nil {
-			return d, fmt.Errorf("agent: saving review %s: %w", r.ID, err)
 		}
 		c.reviews[i] = r
 		return d, nil
@@ -133,8 +130,8 @@ func (a *Agent) Reject(ctx context.Context, id, approver, reason string) (Review
 			return Review{}, err
 		}
 		r := c.reviews[i].clone()
-		r.Status, r.Reviewer, r.Reason, r.Decided = ReviewRejected, approver, reason, c.mind.now().UTC()
-		if err := c.store.SaveReview(ctx, c.mind.name, r); err != nil {
+		r.Status, r.Reviewer, r.Reason, r.Decided = ReviewRejected, approver, reason, c.def.now().UTC()
+		if err := c.commit(ctx, &Batch{Reviews: []Review{r}}); err != nil {
 			return Review{}, fmt.Errorf("agent: saving review %s: %w", r.ID, err)
 		}
 		c.reviews[i] = r

@@ -62,16 +62,17 @@ func BenchmarkRecall(b *testing.B) {
 			ctx := context.Background()
 			st := agent.NewMemoryStore()
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			var batch agent.Batch
 			for i := range n.n {
-				o := agent.Observation{ID: "o" + strconv.Itoa(i+1), Seq: int64(i + 1), Time: at, Kind: "message",
-					Source: agent.Source{Kind: agent.SourceUser}, Text: "note " + strconv.Itoa(i) + " about topic" + strconv.Itoa(i%100) + " and word" + strconv.Itoa(i%1000)}
-				if err := st.Append(ctx, "bench", o); err != nil {
-					b.Fatal(err)
-				}
+				batch.Observations = append(batch.Observations, agent.Observation{ID: "o" + strconv.Itoa(i+1), Seq: int64(i + 1), Time: at, Kind: "message",
+					Source: agent.Source{Kind: agent.SourceUser}, Text: "note " + strconv.Itoa(i) + " about topic" + strconv.Itoa(i%100) + " and word" + strconv.Itoa(i%1000)})
 			}
 			for i := range 1000 {
-				_ = st.SaveBelief(ctx, "bench", agent.Belief{ID: fmt.Sprintf("b%d", i+1), Subject: fmt.Sprintf("topic%d", i), Value: "v",
+				batch.Beliefs = append(batch.Beliefs, agent.Belief{ID: fmt.Sprintf("b%d", i+1), Subject: fmt.Sprintf("topic%d", i), Value: "v",
 					Confidence: 0.9, Status: agent.StatusActive, Provenance: agent.Provenance{Observations: []string{"o" + strconv.Itoa(i*7+1)}}})
+			}
+			if err := st.Commit(ctx, agent.Key{Agent: "bench"}, &batch); err != nil {
+				b.Fatal(err)
 			}
 			a := benchAgent(b, &agent.Options{Store: st})
 			b.ReportAllocs()

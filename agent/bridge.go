@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"maps"
+	"strconv"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -13,59 +14,78 @@ import (
 // update: {"kind", "rule", "action", "params", "result", "text"} as in [Entry].
 const MetaKey = "a2awebcap.agent/log"
 
-// Executor makes a an a2asrv.AgentExecutor. Each message is an event from the user (its text
-// parts joined); the run's working log becomes the task's events:
+// Executor makes h an a2asrv.AgentExecutor: each caller (the principal of the A2A call, see
+// [PrincipalOf]) talks to its own instance. Each message is a turn of its instance, in the
+// message's context (its session); its text parts joined are an event from the user. The turn's
+// working log becomes the task's events:
 //
 //	thought, call, step  → working TaskStatusUpdateEvent, the entry under MetaKey
+//	queued               → working status saying what the turn waits for (the model, or the
+//	                       previous turn of its session) and how many wait before it
 //	result               → TaskArtifactUpdateEvent named "<action> result" (text and data parts)
 //	output               → working status whose message is the output text
 //	text (model stream)  → TaskArtifactUpdateEvent chunks of one artifact named "answer": the
 //	                       first creates it, the rest have Append set
-//	input-required       → input-required status asking the question (terminal for this run)
-//	end                  → completed status with the reply; failed when the model did not answer
-//	                       (the message is Run.Failure) or the agent could not save its memory
-//	                       (a generic message)
+//	input-required       → input-required status asking the question: at the end of a turn
+//	                       (the rules asked), or in its middle (an effect called AskUser: the
+//	                       turn waits, and the task's next message is the answer)
+//	end                  → completed status with the reply, once the turn is committed; failed
+//	                       when the model did not answer (the message is Run.Failure) or the
+//	                       turn could not be saved (a generic message)
 //
-// Events stream as the agent records the entries ([Agent.Stream]), so a slow tool call shows as
-// a call before its result.
-func Executor(a *Agent) a2asrv.AgentExecutor { return executor{a} }
+// Canceling the task cancels its turn at once (a model call in flight is aborted); the turn
+// then commits nothing. The executor also implements engine.Recoverer (RecoverTask): a task
+// whose turn committed before the process died is settled from its turn record.
+func Executor(h *Host) a2asrv.AgentExecutor { return executor{h} }
 
-type executor struct{ a *Agent }
+type executor struct{ h *Host }
 
 func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		turn := 1
-		if ec.StoredTask != nil {
-			turn = len(ec.StoredTask.History) + 1
-		}
+		a := &Agent{name: x.h.def.name, h: x.h, p: PrincipalOf(ec)}
 		ev := Event{Kind: "message", Source: Source{Kind: SourceUser}, Text: messageText(ec.Message),
-			Context: Context{Task: string(ec.TaskID), Session: ec.ContextID, Turn: turn}}
+			Context: Context{Task: string(ec.TaskID), Session: ec.ContextID}}
+		var msgID string
+		if ec.Message != nil {
+			msgID = ec.Message.ID
+		}
+		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID})
+		if err != nil {
+			yield(nil, err) // nothing is emitted yet, so the request fails
+			return
+		}
+		// A turn that parks outlives this run: the engine's end of the run must not cancel it.
+		stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
+		defer stop()
 		msg := func(text string) *a2a.Message {
 			if text == "" {
 				return nil
 			}
 			return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
 		}
-		opened := ec.StoredTask != nil
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			t.cancel(ErrCanceled)
+			return
+		}
 		var answer a2a.ArtifactID // the streamed answer's artifact, once started
-		for e, err := range x.a.Stream(ctx, ev) {
+		for i := from; ; i++ {
+			e, err := t.out.wait(ctx, i)
 			if err != nil {
-				if !opened { // nothing is emitted yet, so the request fails and no task exists
-					yield(nil, err)
-				}
-				return // after the end entry: it already reported the failure
-			}
-			if !opened {
-				opened = true
-				if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-					return
-				}
+				return // the run is over (canceled): its turn is canceled with it
 			}
 			var out a2a.Event
 			switch e.Kind {
 			case EntryThought, EntryCall, EntryStep:
 				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil)
 				st.SetMeta(MetaKey, entryMeta(e))
+				out = st
+			case EntryQueued:
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(queuedText(e)))
+				m := entryMeta(e)
+				for k, v := range e.Result {
+					m[k] = v
+				}
+				st.SetMeta(MetaKey, m)
 				out = st
 			case EntryResult:
 				data := map[string]any{}
@@ -91,25 +111,56 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 					out = ae
 				}
 			case EntryInput:
-				continue // the end reports it
-			case EntryEnd:
-				var st *a2a.TaskStatusUpdateEvent
-				switch e.Result["status"] {
-				case "input-required":
-					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg(e.Result["question"]))
-				case "failed": // the cause stays in the server's hands
-					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, msg(cmpOr(e.Result["failure"], "I could not save my memory of this message.")))
-				default:
-					st = a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, msg(e.Result["reply"]))
+				if !parkedEntry(e) {
+					continue // the end reports it
 				}
-				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryEnd), "observation": e.Result["observation"], "policy": e.Result["policy"]})
-				out = st
+				stop() // the turn waits for the next message, beyond this run
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg(e.Text))
+				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryInput), "parked": true})
+				yield(st, nil)
+				return
+			case EntryEnd:
+				out = endEvent(ec, e.Result)
 			}
 			if !yield(out, nil) {
+				t.cancel(ErrCanceled)
+				return
+			}
+			if e.Kind == EntryEnd {
 				return
 			}
 		}
 	}
+}
+
+// endEvent is the final status of a turn that ended with res.
+func endEvent(t a2a.TaskInfoProvider, res map[string]string) *a2a.TaskStatusUpdateEvent {
+	msg := func(text string) *a2a.Message {
+		if text == "" {
+			return nil
+		}
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, t, a2a.NewTextPart(text))
+	}
+	var st *a2a.TaskStatusUpdateEvent
+	switch res["status"] {
+	case "input-required":
+		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateInputRequired, msg(res["question"]))
+	case "canceled":
+		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateCanceled, nil)
+	case "failed": // the cause stays in the server's hands
+		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateFailed, msg(cmpOr(res["failure"], "I could not save my memory of this message.")))
+	default:
+		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateCompleted, msg(res["reply"]))
+	}
+	st.SetMeta(MetaKey, map[string]any{"kind": string(EntryEnd), "observation": res["observation"], "policy": res["policy"]})
+	return st
+}
+
+func queuedText(e Entry) string {
+	if e.Result["scope"] == "session" {
+		return "Waiting for the previous message of this conversation to be answered."
+	}
+	return "Waiting for the model: " + e.Result["ahead"] + " ahead."
 }
 
 func entryMeta(e Entry) map[string]any {
@@ -135,8 +186,30 @@ func entryMeta(e Entry) map[string]any {
 
 func (x executor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		x.h.cancelTask(PrincipalOf(ec), string(ec.TaskID), ErrCanceled)
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
+}
+
+// RecoverTask implements engine.Recoverer: the events that settle task from the last turn
+// committed for it, when that turn integrated the task's last message; nil otherwise (the turn
+// that ran never committed, and the engine fails the task).
+func (x executor) RecoverTask(ctx context.Context, task *a2a.Task) ([]a2a.Event, error) {
+	rec, _, err := x.h.store.TurnByTask(ctx, x.h.def.name, string(task.ID))
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	var last *a2a.Message
+	for _, m := range task.History {
+		if m != nil && m.Role == a2a.MessageRoleUser {
+			last = m
+		}
+	}
+	if last != nil && rec.Message != "" && last.ID != rec.Message {
+		return nil, nil // a later message's turn was running: it never committed
+	}
+	return []a2a.Event{endEvent(task, map[string]string{"status": string(rec.Status), "reply": rec.Reply,
+		"question": rec.Question, "observation": rec.Observation, "policy": strconv.Itoa(rec.Policy)})}, nil
 }
 
 // messageText joins the text parts of m with newlines.

@@ -51,12 +51,12 @@ func describeEvent(ev a2a.Event) string {
 
 func TestExecutorOnEngine(t *testing.T) {
 	t.Parallel()
-	a, err := agent.New(t.Context(), "notes", &agent.Options{Policy: agent.Notes()})
+	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: agent.Notes()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.Close() })
-	e := engine.New(agent.Executor(a), memory.New(), nil)
+	t.Cleanup(func() { _ = h.Close() })
+	e := engine.New(agent.Executor(h), memory.New(), nil)
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -113,19 +113,19 @@ func TestExecutorOnEngine(t *testing.T) {
 
 type brokenStore struct{ agent.Store }
 
-func (brokenStore) Append(context.Context, string, agent.Observation) error {
+func (brokenStore) Commit(context.Context, agent.Key, *agent.Batch) error {
 	return fmt.Errorf("secret internal path /var/db: disk full")
 }
 
 // A run whose memory cannot be saved fails the task, without internal error text on the wire.
 func TestExecutorStoreFailure(t *testing.T) {
 	t.Parallel()
-	a, err := agent.New(t.Context(), "notes", &agent.Options{Policy: agent.Notes(), Store: brokenStore{agent.NewMemoryStore()}})
+	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: agent.Notes()}, &agent.HostOptions{Store: brokenStore{agent.NewMemoryStore()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.Close() })
-	e := engine.New(agent.Executor(a), memory.New(), nil)
+	t.Cleanup(func() { _ = h.Close() })
+	e := engine.New(agent.Executor(h), memory.New(), nil)
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	var got []string
 	for ev, err := range e.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("remember a is b"))}) {
@@ -137,5 +137,82 @@ func TestExecutorStoreFailure(t *testing.T) {
 	last := got[len(got)-1]
 	if last != "status failed end: I could not save my memory of this message." {
 		t.Errorf("last event = %q", last)
+	}
+}
+
+var _ engine.Recoverer = agent.Executor(nil).(engine.Recoverer)
+
+// Canceling the task aborts its turn's model call at once, and the turn commits nothing.
+func TestCancelAbortsTheConsult(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	h, err := agent.NewHost(&agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: g}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	e := engine.New(agent.Executor(h), memory.New(), nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	res, err := e.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("why?")),
+		Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+	<-g.entered
+	if _, err := e.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute) // a failure guard only: the call returns at once
+	for {
+		g.mu.Lock()
+		n := len(g.ctxErr)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the model call was not canceled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a, _ := h.Instance(t.Context(), agent.Principal{})
+	if v, _ := a.View(t.Context()); v.Observations != 0 {
+		t.Errorf("a canceled turn committed %d observations", v.Observations)
+	}
+	got, err := e.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != a2a.TaskStateCanceled {
+		t.Errorf("the task after cancel: %v, %v", got.Status.State, err)
+	}
+}
+
+// A task whose turn committed but whose final status was never written (the process died
+// between the two) is settled from the turn record; one whose turn never committed is failed.
+func TestRecoverSettlesCommittedTurns(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: agent.Notes()}, &agent.HostOptions{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	x := agent.Executor(h).(engine.Recoverer)
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("remember a is b"))
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}, History: []*a2a.Message{msg}}
+	if evs, err := x.RecoverTask(t.Context(), task); evs != nil || err != nil {
+		t.Fatalf("RecoverTask(no turn) = %v, %v, want nothing", evs, err)
+	}
+	if err := st.Commit(t.Context(), agent.Key{Agent: "notes"}, &agent.Batch{Turn: &agent.TurnRecord{Task: "t1", Session: "c1", Number: 1,
+		Message: msg.ID, Status: agent.TurnCompleted, Reply: "Noted: a is b."}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := x.RecoverTask(t.Context(), task)
+	if err != nil || len(evs) != 1 || describeEvent(evs[0]) != "status completed end: Noted: a is b." {
+		t.Errorf("RecoverTask(committed) = %v, %v", evs, err)
+	}
+	later := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("and c is d"))
+	task.History = append(task.History, later)
+	if evs, err := x.RecoverTask(t.Context(), task); evs != nil || err != nil {
+		t.Errorf("RecoverTask(a later message's turn never committed) = %v, %v, want nothing", evs, err)
 	}
 }

@@ -2,13 +2,32 @@
 // with provenance, change their own policy only through checked proposals, and serve as A2A
 // agents. It needs no language model, and can use one.
 //
+// # Definitions and instances
+//
+// A [Definition] (policy template, tools, model, read-only operator knowledge) is shared; a
+// [Host] gives each [Principal] (tenant and authenticated user; anonymous callers are one
+// principal) an instance of its own, loaded from the [Store] on first use and evicted when idle.
+// Nothing of one instance reaches another's memory, recall or model prompt. [Executor] serves a
+// host over A2A, each caller its own instance; [New] is one instance of a private host.
+//
 // # Monad
 //
-// An [Agent] is an actor. One goroutine owns its state; the only way in is its mailbox:
+// An instance is an actor. One goroutine owns its state; the only way in is its mailbox:
 // [Agent.Send] posts an [Event] (an observation from a user, a tool or another agent) and
 // [Agent.Ask] posts one and waits for the [Run] it caused. No exported API writes the agent's
 // memory: what [Agent.Recall] and [Agent.View] return are copies. The agent integrates each
 // event by its own rules, and those rules decide what it remembers.
+//
+// # Turns and effects
+//
+// A turn integrates one event and everything it causes. Model consults and tool calls are
+// effects: the turn hands the state back to the instance while they run and integrates their
+// results as observations when they come back, so one slow model holds up neither the instance
+// nor anyone else. Turns of one session (Context.Session) keep their order; others run side by
+// side. A [Limiter] bounds concurrent model calls, per server and per principal, in FIFO order
+// ([EntryQueued]). A tool may ask the user mid-turn ([AskUser]). A turn's writes and its
+// [TurnRecord] commit in one store transaction ([Store.Commit]) or not at all: a failed or
+// canceled turn leaves no memory. Concurrent turns see what is committed plus their own writes.
 //
 // # Policy as data
 //
@@ -50,8 +69,8 @@
 // every [Goal]. A
 // correction supersedes a belief (the old one stays, linked both ways); a contradiction demotes
 // it (lower confidence, disputed); corroboration raises it. Recall ranks by text match,
-// recency and salience. A [Store] keeps the log and the beliefs: [NewMemoryStore] in memory,
-// package agent/sqlitestore in SQLite.
+// recency and salience. A [Store] keeps every instance: [NewMemoryStore] in memory, package
+// agent/sqlitestore in SQLite, agent/pgstore in PostgreSQL.
 //
 // # Language models
 //
@@ -69,7 +88,7 @@
 //
 // # Bridge
 //
-// [Executor] makes an agent an a2asrv.AgentExecutor: the run's working log becomes A2A events
+// [Executor] makes a host an a2asrv.AgentExecutor: a turn's working log becomes A2A events
 // (thoughts, calls and steps as working status updates with typed metadata under [MetaKey],
 // action results as artifacts, a model's streamed text as chunks of an "answer" artifact, a question as input-required, the end as a terminal status).
 // [Notes] is a ready note-taking agent whose behaviour comes entirely from its rules.

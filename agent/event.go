@@ -15,6 +15,8 @@ const (
 	SourceTool  SourceKind = "tool"
 	SourceAgent SourceKind = "agent"
 	SourceSelf  SourceKind = "self"
+	// SourceOperator is the operator's read-only knowledge of a definition.
+	SourceOperator SourceKind = "operator"
 )
 
 // Source is who produced an observation: a kind and, for tools and agents, a name.

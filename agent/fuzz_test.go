@@ -22,7 +22,7 @@ func FuzzRule(f *testing.F) {
 			return
 		}
 		mem := newMemory()
-		m := newMind("fuzz", mem, cp, func() time.Time { return time.Unix(0, 0) })
+		m := newMind("fuzz", newView(mem), cp, func() time.Time { return time.Unix(0, 0) })
 		o := m.observe(UserText(text))
 		var run Run
 		_ = m.integrate(context.Background(), o, &run)

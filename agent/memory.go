@@ -103,26 +103,105 @@ type WorkingNote struct {
 	key string // subjectKey(Subject) + "\x00" + subjectKey(Value)
 }
 
-// memory is an agent's object-level state. It is owned by the agent's goroutine (or by a
-// replay), never shared.
+// memory is an instance's committed object-level state, as resident in RAM. It is owned by the
+// instance's goroutine (or by a replay), never shared; turns read it through a [view] that adds
+// their own uncommitted writes, and apply changes it only with what a store committed.
 type memory struct {
 	log      []Observation
 	byID     map[string]int
 	index    map[string][]int // term -> indexes in log, ascending
 	working  []WorkingNote
+	pending  map[string]string       // task -> subject of the open question
 	beliefs  []Belief                // every belief ever written, in order
+	brev     []int                   // brev[i] counts the commits that wrote beliefs[i]
 	beliefAt map[string]int          // belief ID -> index in beliefs
 	bterms   [][]string              // bterms[i] are the search terms of beliefs[i]
 	cited    map[string]int          // observation ID -> how many beliefs cite it (its salience)
 	citedIn  map[string]map[int]bool // term -> log indexes of cited observations holding it
 	goals    []Goal                  // every goal ever adopted, in order
+	grev     []int                   // grev[i] counts the commits that wrote goals[i]
+	goalAt   map[string]int          // goal ID -> index in goals
 	current  map[string]int          // normalized subject -> index in beliefs of the current belief
+	// knowledge is the operator's read-only layer, shared by every instance of a definition.
+	knowledge *knowledge
+	// The next numbers to give: observations, beliefs and goals get theirs when written, so
+	// that turns running side by side never share one.
+	nextSeq, nextBelief, nextGoal int64
 }
 
 func newMemory() *memory {
 	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{},
-		cited: map[string]int{}, citedIn: map[string]map[int]bool{}}
+		cited: map[string]int{}, citedIn: map[string]map[int]bool{}, goalAt: map[string]int{}, pending: map[string]string{},
+		nextSeq: 1, nextBelief: 1, nextGoal: 1, knowledge: &knowledge{}}
 }
+
+// idNumber is the number in an ID like "b12", or 0.
+func idNumber(id string) int64 {
+	n, err := strconv.ParseInt(id[min(1, len(id)):], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// load fills a new memory from what a store holds.
+func (m *memory) load(s *Snapshot) {
+	for _, o := range s.Observations {
+		m.append(o)
+	}
+	for _, b := range s.Beliefs {
+		m.putBelief(b)
+	}
+	for _, g := range s.Goals {
+		m.putGoal(g)
+	}
+	for _, n := range s.Working.Notes {
+		n.key = noteKey(n.Subject, n.Value)
+		m.working = append(m.working, n)
+	}
+	for k, v := range s.Working.Pending {
+		m.pending[k] = v
+	}
+}
+
+// apply changes the memory by what b, which a store committed, wrote.
+func (m *memory) apply(b *Batch) {
+	for _, o := range b.Observations {
+		m.append(o)
+	}
+	for _, x := range b.Beliefs {
+		m.putBelief(x)
+	}
+	for _, g := range b.Goals {
+		m.putGoal(g)
+	}
+	if b.Working != nil {
+		w := b.Working.clone()
+		m.working = m.working[:0]
+		for _, n := range w.Notes {
+			n.key = noteKey(n.Subject, n.Value)
+			m.working = append(m.working, n)
+		}
+		m.pending = w.Pending
+		if m.pending == nil {
+			m.pending = map[string]string{}
+		}
+	}
+}
+
+func (m *memory) putGoal(g Goal) {
+	if i, ok := m.goalAt[g.ID]; ok {
+		m.goals[i] = g
+		m.grev[i]++
+	} else {
+		m.goalAt[g.ID] = len(m.goals)
+		m.goals = append(m.goals, g)
+		m.grev = append(m.grev, 1)
+	}
+	m.nextGoal = max(m.nextGoal, idNumber(g.ID)+1)
+}
+
+func noteKey(subject, value string) string { return subjectKey(subject) + "\x00" + subjectKey(value) }
 
 // cite changes how many beliefs cite observation id by delta, keeping citedIn.
 func (m *memory) cite(id string, delta int) {
@@ -151,6 +230,13 @@ func subjectKey(s string) string { return strings.Join(terms(s), " ") }
 
 func (m *memory) append(o Observation) {
 	i := len(m.log)
+	if i > 0 && m.log[i-1].Seq > o.Seq { // a turn that started earlier committed later
+		i, _ = slices.BinarySearchFunc(m.log, o.Seq, func(x Observation, seq int64) int { return cmpInt(x.Seq, seq) })
+		m.log = slices.Insert(m.log, i, o)
+		m.reindex()
+		m.nextSeq = max(m.nextSeq, o.Seq+1)
+		return
+	}
 	m.log = append(m.log, o)
 	m.byID[o.ID] = i
 	seen := map[string]bool{}
@@ -158,6 +244,32 @@ func (m *memory) append(o Observation) {
 		if !seen[t] {
 			seen[t] = true
 			m.index[t] = append(m.index[t], i)
+		}
+	}
+	m.nextSeq = max(m.nextSeq, o.Seq+1)
+}
+
+// reindex rebuilds the log's indexes after an insertion that moved entries.
+func (m *memory) reindex() {
+	clear(m.byID)
+	clear(m.index)
+	clear(m.citedIn)
+	for i, o := range m.log {
+		m.byID[o.ID] = i
+		seen := map[string]bool{}
+		for _, t := range terms(o.Text) {
+			if !seen[t] {
+				seen[t] = true
+				m.index[t] = append(m.index[t], i)
+			}
+			if m.cited[o.ID] > 0 {
+				set := m.citedIn[t]
+				if set == nil {
+					set = map[int]bool{}
+					m.citedIn[t] = set
+				}
+				set[i] = true
+			}
 		}
 	}
 }
@@ -169,7 +281,9 @@ func (m *memory) putBelief(b Belief) {
 		i = len(m.beliefs)
 		m.beliefs = append(m.beliefs, b)
 		m.bterms = append(m.bterms, nil)
+		m.brev = append(m.brev, 0)
 		m.beliefAt[b.ID] = i
+		m.nextBelief = max(m.nextBelief, idNumber(b.ID)+1)
 	} else {
 		for _, id := range m.beliefs[i].Provenance.Observations {
 			m.cite(id, -1)
@@ -180,6 +294,7 @@ func (m *memory) putBelief(b Belief) {
 		m.cite(id, 1)
 	}
 	m.bterms[i] = terms(b.Subject + " " + b.Value)
+	m.brev[i]++
 	k := subjectKey(b.Subject)
 	if b.current() {
 		m.current[k] = i
@@ -196,19 +311,29 @@ func (m *memory) belief(subject string) (Belief, bool) {
 	return m.beliefs[i], true
 }
 
-// trimWorking drops notes older than ttl, then, beyond size, the least relevant: the least used,
-// the oldest among equals.
-func (m *memory) trimWorking(now time.Time, size int, ttl time.Duration) {
-	m.working = slices.DeleteFunc(m.working, func(n WorkingNote) bool { return ttl > 0 && now.Sub(n.Time) > ttl })
-	for size > 0 && len(m.working) > size {
+// trimNotes drops notes older than ttl, then, beyond size, the least relevant: the least used,
+// the oldest among equals. It reports whether it dropped any.
+func trimNotes(notes []WorkingNote, now time.Time, size int, ttl time.Duration) ([]WorkingNote, bool) {
+	n := len(notes)
+	notes = slices.DeleteFunc(notes, func(n WorkingNote) bool { return ttl > 0 && now.Sub(n.Time) > ttl })
+	for size > 0 && len(notes) > size {
 		i := 0
-		for j, n := range m.working {
-			if n.Uses < m.working[i].Uses || n.Uses == m.working[i].Uses && n.Time.Before(m.working[i].Time) {
+		for j, n := range notes {
+			if n.Uses < notes[i].Uses || n.Uses == notes[i].Uses && n.Time.Before(notes[i].Time) {
 				i = j
 			}
 		}
-		m.working = slices.Delete(m.working, i, i+1)
+		notes = slices.Delete(notes, i, i+1)
 	}
+	return notes, len(notes) != n
+}
+
+// needsTrim reports whether trimNotes would drop a note.
+func needsTrim(notes []WorkingNote, now time.Time, size int, ttl time.Duration) bool {
+	if size > 0 && len(notes) > size {
+		return true
+	}
+	return slices.ContainsFunc(notes, func(n WorkingNote) bool { return ttl > 0 && now.Sub(n.Time) > ttl })
 }
 
 // Query asks an agent's memory.
@@ -228,8 +353,8 @@ type Recollection struct {
 	Working      []WorkingNote
 }
 
-// recall ranks beliefs by text match, confidence and uses (salience), and observations by text
-// match and recency.
+// recall ranks beliefs (the instance's and the operator's knowledge) by text match,
+// confidence and uses (salience), and observations by text match and recency.
 func (m *memory) recall(q Query) Recollection {
 	limit := q.Limit
 	if limit <= 0 {
@@ -237,26 +362,12 @@ func (m *memory) recall(q Query) Recollection {
 	}
 	qt := terms(q.Text)
 	var r Recollection
-	type scored struct {
-		i     int
-		score float64
-	}
-	var bs []scored
-	for i := range m.beliefs {
-		b := &m.beliefs[i]
-		if !q.History && !b.current() {
-			continue
+	r.Beliefs = rankBeliefs(qt, q.History, limit, func(yield func(*Belief, []string)) {
+		for i := range m.beliefs {
+			yield(&m.beliefs[i], m.bterms[i])
 		}
-		match := matchCount(qt, m.bterms[i])
-		if len(qt) > 0 && match == 0 {
-			continue
-		}
-		bs = append(bs, scored{i, float64(match) + b.Confidence + 0.1*float64(b.Uses) + 1e-9*float64(i)})
-	}
-	sort.Slice(bs, func(a, b int) bool { return bs[a].score > bs[b].score })
-	for _, s := range bs[:min(limit, len(bs))] {
-		r.Beliefs = append(r.Beliefs, m.beliefs[s.i].clone())
-	}
+		m.knowledge.each(yield)
+	})
 	for _, i := range m.searchLog(qt, limit) {
 		o := m.log[i]
 		o.Data = maps.Clone(o.Data)
@@ -269,6 +380,47 @@ func (m *memory) recall(q Query) Recollection {
 		}
 	}
 	return r
+}
+
+// rankBeliefs returns copies of the best limit beliefs that each offers, with their search
+// terms: by terms of qt matched, confidence and uses; only current ones unless history.
+func rankBeliefs(qt []string, history bool, limit int, each func(yield func(*Belief, []string))) []Belief {
+	type scored struct {
+		b     *Belief
+		score float64
+	}
+	var bs []scored
+	n := 0
+	each(func(b *Belief, bt []string) {
+		n++
+		if !history && !b.current() {
+			return
+		}
+		match := matchCount(qt, bt)
+		if len(qt) > 0 && match == 0 {
+			return
+		}
+		bs = append(bs, scored{b, float64(match) + b.Confidence + 0.1*float64(b.Uses) + 1e-9*float64(n)})
+	})
+	sort.SliceStable(bs, func(a, b int) bool { return bs[a].score > bs[b].score })
+	var out []Belief
+	for _, s := range bs[:min(limit, len(bs))] {
+		out = append(out, s.b.clone())
+	}
+	return out
+}
+
+// knowledge is a definition's read-only layer of operator facts, as beliefs from the source
+// "operator" with IDs k1, k2, …; shared by every instance, never written after NewHost.
+type knowledge struct {
+	beliefs []Belief
+	terms   [][]string
+}
+
+func (k *knowledge) each(yield func(*Belief, []string)) {
+	for i := range k.beliefs {
+		yield(&k.beliefs[i], k.terms[i])
+	}
 }
 
 // searchLog returns up to limit log indexes ranked by the query terms they hold, then by
@@ -381,21 +533,4 @@ func describe(bs []Belief) string {
 		b.WriteString(")")
 	}
 	return b.String()
-}
-
-// openGoal returns the index of the open goal with text's terms, or -1.
-func (m *memory) openGoal(text string) int {
-	k := subjectKey(text)
-	return slices.IndexFunc(m.goals, func(g Goal) bool { return g.Status == GoalOpen && subjectKey(g.Text) == k })
-}
-
-// openGoals are the texts of the open goals, oldest first.
-func (m *memory) openGoals() []string {
-	out := []string{}
-	for _, g := range m.goals {
-		if g.Status == GoalOpen {
-			out = append(out, g.Text)
-		}
-	}
-	return out
 }

@@ -63,30 +63,25 @@ type Tool func(ctx context.Context, input string) (string, error)
 // maxToolDepth bounds tool results that trigger further tool calls within one run.
 const maxToolDepth = 4
 
-// mind applies a compiled policy to a memory. The live agent and every replay have their own.
+// mind applies a compiled policy to a view of an instance's memory. Each turn has its own, and
+// so does each replay; a mind is used only by the goroutine that holds the instance's state
+// (see turn.go), except for record, which only touches the turn's own log.
 type mind struct {
-	name       string
-	mem        *memory
-	pol        *compiledPolicy
-	now        func() time.Time
-	pending    map[string]string // task -> subject of the open question
-	tools      map[string]Tool   // nil in a replay: calls are logged, not made
-	toolHelp   map[string]string // tool descriptions for a model
-	model      Model             // nil: Consult answers "no-model"
-	hasModel   bool              // a model is configured (kept in a replay, which has none)
-	emit       func(Entry)       // when set, sees each entry as it is recorded (Agent.Stream)
-	dirty      []string          // IDs of beliefs written since the last save, maybe repeated
-	dirtyGoals []int             // indexes of goals written since the last save, maybe repeated
-	workDirty  bool              // working memory or pending changed since the last save
-	// life is the agent's lifetime context, canceled by Close so that a model call does not
-	// hold Close up; nil in a replay.
-	life    context.Context
-	nextSeq int64
+	name     string
+	v        *view
+	pol      *compiledPolicy
+	now      func() time.Time
+	tools    map[string]Tool   // nil in a replay: calls are logged, not made
+	toolHelp map[string]string // tool descriptions for a model
+	model    Model             // nil: Consult answers "no-model"
+	hasModel bool              // a model is configured (kept in a replay, which has none)
+	// t is the turn the mind runs, through which it runs effects (tool and model calls); nil
+	// in a replay.
+	t *turn
 }
 
-func newMind(name string, mem *memory, pol *compiledPolicy, now func() time.Time) *mind {
-	return &mind{name: name, mem: mem, pol: pol, now: now, pending: map[string]string{},
-		nextSeq: int64(len(mem.log)) + 1}
+func newMind(name string, v *view, pol *compiledPolicy, now func() time.Time) *mind {
+	return &mind{name: name, v: v, pol: pol, now: now}
 }
 
 // observe logs ev as a new observation.
@@ -97,10 +92,10 @@ func (m *mind) observe(ev Event) Observation {
 	if ev.Time.IsZero() {
 		ev.Time = m.now()
 	}
-	o := Observation{ID: "o" + strconv.FormatInt(m.nextSeq, 10), Seq: m.nextSeq, Time: ev.Time.UTC(), Kind: ev.Kind,
+	seq := m.v.newSeq()
+	o := Observation{ID: "o" + strconv.FormatInt(seq, 10), Seq: seq, Time: ev.Time.UTC(), Kind: ev.Kind,
 		Source: ev.Source, Context: ev.Context, Text: ev.Text, Data: maps.Clone(ev.Data)}
-	m.nextSeq++
-	m.mem.append(o)
+	m.v.appendObs(o)
 	return o
 }
 
@@ -112,10 +107,9 @@ func (m *mind) integrate(ctx context.Context, o Observation, run *Run) error {
 func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, depth int) error {
 	m.trimWorking()
 	cmd, args := splitCommand(o.Text)
-	pending, ok := m.pending[o.Context.Task]
+	pending, ok := m.v.pendingFor(o.Context.Task)
 	if ok {
-		delete(m.pending, o.Context.Task)
-		m.workDirty = true
+		delete(m.v.writePending(), o.Context.Task)
 	}
 	last := map[string]string{}
 	setLast(last, nil)
@@ -126,10 +120,10 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	fired := 0
 	var firstErr error
 	for _, r := range m.pol.rules {
-		goals := m.mem.openGoals()
+		goals := m.v.openGoals()
 		vars["goals"] = goals
-		vars["state"] = map[string]int64{"observations": int64(len(m.mem.log)), "working": int64(len(m.mem.working)),
-			"beliefs": int64(len(m.mem.current)), "goals": int64(len(goals)), "fired": int64(fired),
+		vars["state"] = map[string]int64{"observations": int64(m.v.observations()), "working": int64(len(m.v.working())),
+			"beliefs": int64(m.v.beliefCount()), "goals": int64(len(goals)), "fired": int64(fired),
 			"model": boolInt(m.hasModel)}
 		out, _, err := r.when.Eval(vars)
 		if err != nil {
@@ -191,24 +185,15 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 // trimWorking applies the working-memory limits.
 func (m *mind) trimWorking() {
 	lim := m.pol.src.Limits
-	n := len(m.mem.working)
-	m.mem.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
-	if len(m.mem.working) != n {
-		m.workDirty = true
-	}
-}
-
-// workingState is a copy of the working state, to save.
-func (m *mind) workingState() WorkingState {
-	return WorkingState{Notes: m.mem.working, Pending: m.pending}.clone()
+	m.v.trimWorking(m.now(), lim.WorkingSize, lim.WorkingTTL)
 }
 
 // record appends entries to the run's log, showing each to emit.
 func (m *mind) record(run *Run, entries ...Entry) {
 	for _, e := range entries {
 		run.Log = append(run.Log, e)
-		if m.emit != nil {
-			m.emit(e)
+		if m.t != nil {
+			m.t.out.push(e)
 		}
 	}
 }
@@ -267,21 +252,22 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 		res["status"] = m.note(r.Name, o, p["subject"], p["value"])
 	case Promote:
 		res["status"] = "missing"
-		for i := len(m.mem.working) - 1; i >= 0; i-- {
-			if subjectKey(m.mem.working[i].Subject) == subjectKey(p["subject"]) {
+		w := m.v.working()
+		for i := len(w) - 1; i >= 0; i-- {
+			if subjectKey(w[i].Subject) == subjectKey(p["subject"]) {
 				res["status"], res["previous"] = m.promote(r.Name, reason, o, i)
 				break
 			}
 		}
 	case Demote:
 		res["status"] = "missing"
-		if b, ok := m.mem.belief(p["subject"]); ok {
+		if b, ok := m.v.belief(p["subject"]); ok {
 			m.demote(&b, o, reason)
 			res["status"], res["value"] = "demoted", b.Value
 		}
 	case Forget:
 		res["status"] = "missing"
-		if b, ok := m.mem.belief(p["subject"]); ok {
+		if b, ok := m.v.belief(p["subject"]); ok {
 			b.Status, b.Updated = StatusForgotten, m.now()
 			b.Provenance.Reason += "; forgotten: " + reason
 			m.put(b)
@@ -290,14 +276,14 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 	case Revise:
 		res["status"], res["previous"] = m.revise(r.Name, reason, o, p["subject"], p["value"])
 	case Recall:
-		rec := m.mem.recall(Query{Text: p["query"], Limit: 5})
-		res["result"] = describe(rec.Beliefs)
+		found := m.v.recallBeliefs(Query{Text: p["query"], Limit: 5})
+		res["result"] = describe(found)
 		res["status"] = "found"
-		if len(rec.Beliefs) == 0 {
+		if len(found) == 0 {
 			res["status"] = "none"
 		}
-		for _, b := range rec.Beliefs {
-			if x, ok := m.mem.belief(b.Subject); ok && x.ID == b.ID {
+		for _, b := range found {
+			if x, ok := m.v.belief(b.Subject); ok && x.ID == b.ID { // the operator's knowledge is not the instance's to change
 				x.Uses++
 				m.put(x)
 			}
@@ -305,8 +291,7 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 	case Reply:
 		res["status"], res["result"] = "sent", p["text"]
 	case AskInput:
-		m.pending[o.Context.Task] = p["subject"]
-		m.workDirty = true
+		m.v.writePending()[o.Context.Task] = p["subject"]
 		res["status"], res["result"] = "asked", p["text"]
 	case CallTool:
 		return m.call(ctx, o, p["tool"], p["input"], res)
@@ -329,7 +314,7 @@ func (m *mind) call(ctx context.Context, o Observation, name, input string, res 
 		res["status"] = "no-such-tool"
 		return res, nil
 	}
-	out, err := tool(ctx, input)
+	out, err := m.t.callTool(ctx, name, input, tool)
 	if err != nil {
 		res["status"], res["result"] = "failed", err.Error()
 		return res, nil
@@ -355,15 +340,16 @@ func confidence(s SourceKind) float64 {
 
 func sameValue(a, b string) bool { return subjectKey(a) == subjectKey(b) }
 
-func (m *mind) put(b Belief) {
-	m.mem.putBelief(b)
-	m.dirty = append(m.dirty, b.ID)
-}
+func (m *mind) put(b Belief) { m.v.putBelief(b) }
 
 // newBelief writes a fresh current belief from o.
 func (m *mind) newBelief(rule, reason string, o Observation, subject, value string, obs []string) Belief {
+	return m.newBeliefID(m.v.newBeliefID(), rule, reason, o, subject, value, obs)
+}
+
+func (m *mind) newBeliefID(id, rule, reason string, o Observation, subject, value string, obs []string) Belief {
 	now := m.now()
-	b := Belief{ID: "b" + strconv.Itoa(len(m.mem.beliefs)+1), Subject: subject, Value: value,
+	b := Belief{ID: id, Subject: subject, Value: value,
 		Confidence: confidence(o.Source.Kind), Status: StatusActive, Created: now, Updated: now,
 		Provenance: Provenance{Source: o.Source, Observations: obs, Context: o.Context, Rule: rule, Reason: reason}}
 	m.put(b)
@@ -371,7 +357,7 @@ func (m *mind) newBelief(rule, reason string, o Observation, subject, value stri
 }
 
 func (m *mind) remember(rule, reason string, o Observation, subject, value string) (status, previous string) {
-	cur, ok := m.mem.belief(subject)
+	cur, ok := m.v.belief(subject)
 	switch {
 	case !ok:
 		m.newBelief(rule, reason, o, subject, value, []string{o.ID})
@@ -410,10 +396,10 @@ func (m *mind) demote(b *Belief, o Observation, reason string) {
 
 // note adds to working memory; a note used PromoteAfter times is promoted.
 func (m *mind) note(rule string, o Observation, subject, value string) string {
-	m.workDirty = true
-	key := subjectKey(subject) + "\x00" + subjectKey(value)
-	for i := range m.mem.working {
-		n := &m.mem.working[i]
+	w := m.v.writeWorking()
+	key := noteKey(subject, value)
+	for i := range *w {
+		n := &(*w)[i]
 		if n.key == key {
 			n.Uses++
 			n.Observations = append(n.Observations, o.ID)
@@ -425,7 +411,7 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 			return "noted"
 		}
 	}
-	m.mem.working = append(m.mem.working, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
+	*w = append(*w, WorkingNote{key: key, Subject: subject, Value: value, Observations: []string{o.ID}, Uses: 1, Time: m.now()})
 	m.trimWorking()
 	return "noted"
 }
@@ -433,10 +419,10 @@ func (m *mind) note(rule string, o Observation, subject, value string) string {
 // promote moves working note i to long-term memory: it corroborates or supersedes the current
 // belief on its subject.
 func (m *mind) promote(rule, reason string, o Observation, i int) (status, previous string) {
-	n := m.mem.working[i]
-	m.mem.working = append(m.mem.working[:i], m.mem.working[i+1:]...)
-	m.workDirty = true
-	cur, ok := m.mem.belief(n.Subject)
+	w := m.v.writeWorking()
+	n := (*w)[i]
+	*w = append((*w)[:i], (*w)[i+1:]...)
+	cur, ok := m.v.belief(n.Subject)
 	switch {
 	case ok && sameValue(cur.Value, n.Value):
 		m.corroborate(&cur, o)
@@ -450,7 +436,7 @@ func (m *mind) promote(rule, reason string, o Observation, i int) (status, previ
 }
 
 func (m *mind) revise(rule, reason string, o Observation, subject, value string) (status, previous string) {
-	cur, ok := m.mem.belief(subject)
+	cur, ok := m.v.belief(subject)
 	if !ok {
 		m.newBelief(rule, reason, o, subject, value, []string{o.ID})
 		return "stored", ""
@@ -465,38 +451,35 @@ func (m *mind) revise(rule, reason string, o Observation, subject, value string)
 
 func (m *mind) supersede(rule, reason string, o Observation, old Belief, value string, obs []string) {
 	old.Status = StatusSuperseded
-	next := Belief{ID: "b" + strconv.Itoa(len(m.mem.beliefs)+1)}
-	old.SupersededBy, old.Updated = next.ID, m.now()
+	next := m.v.newBeliefID()
+	old.SupersededBy, old.Updated = next, m.now()
 	m.put(old)
-	b := m.newBelief(rule, reason, o, old.Subject, value, obs)
+	b := m.newBeliefID(next, rule, reason, o, old.Subject, value, obs)
 	b.Supersedes = old.ID
 	m.put(b)
 }
 
 // goal adopts, achieves or drops a goal.
 func (m *mind) goal(r *compiledRule, reason string, o Observation, text string) string {
-	i := m.mem.openGoal(text)
+	g, open := m.v.openGoal(text)
 	now := m.now()
 	if r.Action == Adopt {
-		if i >= 0 {
+		if open {
 			return "exists"
 		}
-		g := Goal{ID: "g" + strconv.Itoa(len(m.mem.goals)+1), Text: text, Status: GoalOpen, Created: now, Updated: now,
-			Provenance: Provenance{Source: o.Source, Observations: []string{o.ID}, Context: o.Context, Rule: r.Name, Reason: reason}}
-		m.mem.goals = append(m.mem.goals, g)
-		m.dirtyGoals = append(m.dirtyGoals, len(m.mem.goals)-1)
+		m.v.putGoal(Goal{ID: m.v.newGoalID(), Text: text, Status: GoalOpen, Created: now, Updated: now,
+			Provenance: Provenance{Source: o.Source, Observations: []string{o.ID}, Context: o.Context, Rule: r.Name, Reason: reason}})
 		return "adopted"
 	}
-	if i < 0 {
+	if !open {
 		return "missing"
 	}
-	g := &m.mem.goals[i]
 	g.Status, g.Updated = GoalAchieved, now
 	if r.Action == Drop {
 		g.Status = GoalDropped
 	}
 	g.Provenance.Observations = append(g.Provenance.Observations, o.ID)
 	g.Provenance.Reason += "; " + string(g.Status) + ": " + reason
-	m.dirtyGoals = append(m.dirtyGoals, i)
+	m.v.putGoal(g)
 	return string(g.Status)
 }

@@ -32,6 +32,15 @@ type ChatMessage struct {
 	ToolCalls []ToolCall
 	// ToolCallID is the call a "tool" message answers.
 	ToolCallID string
+	// Usage is what the call that produced this answer cost, as the endpoint reported it, on
+	// the message a Model returns; nil when it reported nothing (the runtime then estimates it
+	// with EstimateTokens and marks the turn's record so).
+	Usage *Usage
+}
+
+// Usage is the token usage of one model call.
+type Usage struct {
+	InputTokens, OutputTokens int
 }
 
 // ToolCall is a model's request to call a tool. Arguments is a JSON object {"input": string}.
@@ -53,6 +62,7 @@ func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 // priority first. Identity and the message are always kept; the rest fit the budget.
 type contextLayers struct {
 	identity     string   // who the agent is and the axioms it is bound by
+	knowledge    []string // the operator's knowledge
 	beliefs      []string // relevant long-term beliefs with provenance, best first
 	working      []string // working memory, most recent first
 	observations []string // recent observations, most recent first
@@ -60,16 +70,17 @@ type contextLayers struct {
 
 // assemble renders the layers as the system message within budget tokens (counting the system
 // message and msg). It drops the lowest-priority items first: recent observations (oldest
-// first), then working notes (oldest first), then beliefs (least relevant first). It fails when
+// first), then working notes (oldest first), then beliefs (least relevant first), then the
+// operator's knowledge (last first). It fails when
 // the identity and the message alone exceed the budget.
 func (l contextLayers) assemble(msg string, budget int) (string, error) {
 	fixed := EstimateTokens(l.identity) + EstimateTokens(msg)
 	if fixed > budget {
 		return "", fmt.Errorf("agent: the identity and the message need %d tokens, more than the context budget of %d", fixed, budget)
 	}
-	beliefs, working, obs := l.beliefs, l.working, l.observations
+	know, beliefs, working, obs := l.knowledge, l.beliefs, l.working, l.observations
 	for {
-		sys := l.render(beliefs, working, obs)
+		sys := l.render(know, beliefs, working, obs)
 		if EstimateTokens(sys)+EstimateTokens(msg) <= budget {
 			return sys, nil
 		}
@@ -80,13 +91,15 @@ func (l contextLayers) assemble(msg string, budget int) (string, error) {
 			working = working[:len(working)-1]
 		case len(beliefs) > 0:
 			beliefs = beliefs[:len(beliefs)-1]
+		case len(know) > 0:
+			know = know[:len(know)-1]
 		default: // the section headers alone do not fit: identity only
 			return l.identity, nil
 		}
 	}
 }
 
-func (l contextLayers) render(beliefs, working, obs []string) string {
+func (l contextLayers) render(know, beliefs, working, obs []string) string {
 	var b strings.Builder
 	b.WriteString(l.identity)
 	section := func(title string, items []string) {
@@ -98,6 +111,7 @@ func (l contextLayers) render(beliefs, working, obs []string) string {
 			b.WriteString("- " + it + "\n")
 		}
 	}
+	section("What your operator wants you to know:", know)
 	section("What you believe (long-term memory, with where it came from):", beliefs)
 	section("Working memory:", working)
 	section("Recent observations, newest first:", obs)
@@ -124,7 +138,13 @@ func (m *mind) workingContext(o Observation, prompt string) contextLayers {
 		}
 	}
 	l.identity = id.String()
-	for _, b := range m.mem.recall(Query{Text: prompt, Limit: contextBeliefs}).Beliefs {
+	for _, b := range m.v.base.knowledge.beliefs {
+		l.knowledge = append(l.knowledge, b.Subject+" is "+b.Value+" ("+b.Provenance.Reason+")")
+	}
+	for _, b := range m.v.recallBeliefs(Query{Text: prompt, Limit: contextBeliefs}) {
+		if b.Provenance.Source.Kind == SourceOperator {
+			continue // in its own layer
+		}
 		p := b.Provenance
 		src := string(p.Source.Kind)
 		if p.Source.Name != "" {
@@ -134,27 +154,38 @@ func (m *mind) workingContext(o Observation, prompt string) contextLayers {
 			b.Subject, b.Value, b.Confidence, b.Status, src, strings.Join(p.Observations, " "), p.Reason)
 		l.beliefs = append(l.beliefs, s)
 	}
-	for i := len(m.mem.working) - 1; i >= 0; i-- {
-		n := m.mem.working[i]
+	w := m.v.working()
+	for i := len(w) - 1; i >= 0; i-- {
+		n := w[i]
 		l.working = append(l.working, n.Subject+": "+n.Value+" (seen "+strconv.Itoa(n.Uses)+" times)")
 	}
-	for i := len(m.mem.log) - 1; i >= 0 && len(l.observations) < contextObservations; i-- {
-		x := m.mem.log[i]
+	m.v.recent(contextObservations, func(x Observation) bool {
 		if x.ID == o.ID || x.Text == "" {
-			continue
+			return false
 		}
 		src := string(x.Source.Kind)
 		if x.Source.Name != "" {
 			src += " " + x.Source.Name
 		}
 		l.observations = append(l.observations, x.ID+" "+x.Kind+" from "+src+": "+x.Text)
-	}
+		return true
+	})
 	return l
 }
 
+// contextSize is the size of the working context a consult about prompt would send now.
+func (m *mind) contextSize(o Observation, prompt string) int {
+	sys, err := m.workingContext(o, prompt).assemble(prompt, m.pol.src.Limits.ContextTokens)
+	if err != nil {
+		return 0
+	}
+	return EstimateTokens(sys) + EstimateTokens(prompt)
+}
+
 // consult runs the model loop for observation o: the model answers, or calls granted tools
-// whose results go back to it, for at most Limits.ModelSteps rounds. Tool results and the
-// answer are logged as observations and integrated by the rules at depth+1.
+// whose results go back to it, for at most Limits.ModelSteps rounds. Each model call and tool
+// call is an effect of the turn: the instance goes on serving others meanwhile. Tool results
+// and the answer are logged as observations and integrated by the rules at depth+1.
 func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p map[string]string, run *Run, depth int) map[string]string {
 	res := map[string]string{"action": string(Consult)}
 	switch {
@@ -165,18 +196,13 @@ func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p ma
 		res["status"] = "no-model"
 		return res
 	}
-	if m.life != nil {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		defer context.AfterFunc(m.life, func() { cancel(context.Cause(m.life)) })()
-	}
 	lim := m.pol.src.Limits
 	prompt := cmpOr(p["prompt"], o.Text)
 	sys, err := m.workingContext(o, prompt).assemble(prompt, lim.ContextTokens)
 	if err != nil {
 		return m.consultFailed(run, r, res, err)
 	}
+	m.t.consulted(o, prompt, EstimateTokens(sys)+EstimateTokens(prompt))
 	msgs := []ChatMessage{{Role: "system", Content: sys}, {Role: "user", Content: prompt}}
 	var specs []ToolSpec
 	for _, name := range slices.Sorted(maps.Keys(m.tools)) {
@@ -184,7 +210,7 @@ func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p ma
 	}
 	onText := func(s string) { m.record(run, Entry{Kind: EntryText, Rule: r.Name, Text: s}) }
 	for step := 1; step <= lim.ModelSteps; step++ {
-		ans, err := m.model.Complete(ctx, msgs, specs, onText)
+		ans, err := m.t.complete(ctx, m.model, msgs, specs, onText)
 		if err != nil {
 			return m.consultFailed(run, r, res, err)
 		}
@@ -221,7 +247,7 @@ func (m *mind) modelToolCall(ctx context.Context, r *compiledRule, o Observation
 	case err != nil:
 		res["status"], res["result"] = "bad-arguments", "error: "+err.Error()
 	default:
-		out, err := tool(ctx, input)
+		out, err := m.t.callTool(ctx, tc.Name, input, tool)
 		if err != nil {
 			res["status"], res["result"] = "failed", "error: "+err.Error()
 		} else {

@@ -31,7 +31,7 @@ func TestAssembleWithinBudget(t *testing.T) {
 		observations: []string{"o-new", "o-old"},
 	}
 	const msg = "hello"
-	full := l.render(l.beliefs, l.working, l.observations)
+	full := l.render(nil, l.beliefs, l.working, l.observations)
 	cost := func(sys string) int { return EstimateTokens(sys) + EstimateTokens(msg) }
 	tests := []struct {
 		name   string
@@ -39,10 +39,10 @@ func TestAssembleWithinBudget(t *testing.T) {
 		want   string
 	}{
 		{"everything fits", cost(full), full},
-		{"oldest observation dropped", cost(full) - 1, l.render(l.beliefs, l.working, l.observations[:1])},
-		{"observations dropped", cost(l.render(l.beliefs, l.working, nil)), l.render(l.beliefs, l.working, nil)},
-		{"oldest working note dropped", cost(l.render(l.beliefs, l.working, nil)) - 1, l.render(l.beliefs, l.working[:1], nil)},
-		{"least relevant belief dropped", cost(l.render(l.beliefs, nil, nil)) - 1, l.render(l.beliefs[:1], nil, nil)},
+		{"oldest observation dropped", cost(full) - 1, l.render(nil, l.beliefs, l.working, l.observations[:1])},
+		{"observations dropped", cost(l.render(nil, l.beliefs, l.working, nil)), l.render(nil, l.beliefs, l.working, nil)},
+		{"oldest working note dropped", cost(l.render(nil, l.beliefs, l.working, nil)) - 1, l.render(nil, l.beliefs, l.working[:1], nil)},
+		{"least relevant belief dropped", cost(l.render(nil, l.beliefs, nil, nil)) - 1, l.render(nil, l.beliefs[:1], nil, nil)},
 		{"identity only", cost("I am x."), "I am x."},
 	}
 	for _, tt := range tests {

@@ -108,11 +108,11 @@ func (c *core) check(ctx context.Context, p Proposal) (Decision, *compiledPolicy
 		return reject(ErrRejected, "no evidence")
 	}
 	for _, id := range p.Evidence {
-		if _, ok := c.mind.mem.byID[id]; !ok {
+		if _, ok := c.mem.byID[id]; !ok {
 			return reject(ErrRejected, "evidence %s is not in the log", id)
 		}
 	}
-	now := c.mind.now()
+	now := c.def.now()
 	c.edits = slices.DeleteFunc(c.edits, func(t time.Time) bool { return now.Sub(t) >= lim.EditWindow })
 	if len(c.edits) >= lim.MaxEdits {
 		return reject(ErrRateLimited, "%d edits in %s", len(c.edits), lim.EditWindow)
@@ -143,7 +143,7 @@ func (c *core) check(ctx context.Context, p Proposal) (Decision, *compiledPolicy
 		return d, nil, fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	// Replay the recent window under both policies, each on a fresh memory.
-	log := c.mind.mem.log
+	log := c.mem.log
 	window := log[max(0, len(log)-lim.ReplayWindow):]
 	before, beforeErr := c.replay(ctx, cur, window)
 	after, afterErr := c.replay(ctx, cp, window)
@@ -173,23 +173,23 @@ func (c *core) check(ctx context.Context, p Proposal) (Decision, *compiledPolicy
 // apply makes cp, which check made from p, the policy in force as a new version; r is the
 // review that approved it, or nil.
 func (c *core) apply(ctx context.Context, p Proposal, cp *compiledPolicy, d Decision, r *Review) (Decision, error) {
-	now := c.mind.now()
+	now := c.def.now()
 	pv := PolicyVersion{Version: len(c.versions) + 1, Rules: cloneRules(cp.src.Rules), Applied: now.UTC()}
 	pp := p.clone()
 	pv.Proposal = &pp
 	if r != nil {
 		pv.Approver, pv.Review = r.Reviewer, r.ID
 	}
-	if err := c.store.AddPolicy(ctx, c.mind.name, pv); err != nil {
-		return d, fmt.Errorf("agent: saving policy version %d: %w", pv.Version, err)
+	b := &Batch{Policies: []PolicyVersion{pv}, Current: pv.Version}
+	if r != nil {
+		b.Reviews = []Review{r.clone()}
 	}
-	if err := c.store.SetPolicy(ctx, c.mind.name, pv.Version); err != nil {
+	if err := c.commit(ctx, b); err != nil {
 		return d, fmt.Errorf("agent: saving policy version %d: %w", pv.Version, err)
 	}
 	c.versions = append(c.versions, cp)
 	c.history = append(c.history, pv)
 	c.current = len(c.versions) - 1
-	c.mind.pol = cp
 	c.edits = append(c.edits, now)
 	d.Version = c.current + 1
 	return d, nil
@@ -200,13 +200,15 @@ func (c *core) apply(ctx context.Context, p Proposal, cp *compiledPolicy, d Deci
 // A proposal may thus fix a rule that fails today: only errors it introduces reject it.
 func (c *core) replay(ctx context.Context, pol *compiledPolicy, obs []Observation) ([][]string, []error) {
 	mem := newMemory()
-	m := newMind(c.mind.name, mem, pol, c.mind.now)
-	m.tools = nil
-	m.hasModel = c.mind.hasModel
+	mem.knowledge = c.def.knowledge
+	mem.nextSeq = 1 << 62 // a replay logs what rules observe under IDs no real observation has
+	v := newView(mem)
+	m := newMind(c.def.name, v, pol, c.def.now)
+	m.hasModel = c.def.model != nil
 	out := make([][]string, len(obs))
 	errs := make([]error, len(obs))
 	for k, o := range obs {
-		mem.append(o)
+		v.appendObs(o)
 		var run Run
 		errs[k] = m.integrate(ctx, o, &run)
 		for _, e := range run.Log {
@@ -226,11 +228,10 @@ func (a *Agent) Rollback(ctx context.Context) (int, error) {
 		if c.current == 0 {
 			return 0, ErrNoHistory
 		}
-		if err := c.store.SetPolicy(ctx, c.mind.name, c.current); err != nil {
+		if err := c.commit(ctx, &Batch{Current: c.current}); err != nil {
 			return 0, fmt.Errorf("agent: saving policy version %d: %w", c.current, err)
 		}
 		c.current--
-		c.mind.pol = c.versions[c.current]
 		return c.current + 1, nil
 	})
 }

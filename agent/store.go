@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,36 +11,114 @@ import (
 	"time"
 )
 
-// Store keeps agents' observation logs and long-term beliefs, each under the agent's name.
-// Implementations must be safe for concurrent use.
+// Key names one instance in a [Store]: the definition's name and the principal it serves.
+type Key struct {
+	Agent     string
+	Principal Principal
+}
+
+// Store keeps agent instances: their memory, policy versions, reviews, turn records and session
+// documents, each under its [Key]. Every write is a [Batch] that [Store.Commit] applies in one
+// transaction, so a turn is saved whole or not at all. Implementations must be safe for
+// concurrent use; package agent/storetest is the suite they pass.
 type Store interface {
-	// Append adds o to the agent's log. The log is append-only: an ID already there is an error.
-	Append(ctx context.Context, agent string, o Observation) error
-	// Observations returns the agent's log in order.
-	Observations(ctx context.Context, agent string) ([]Observation, error)
-	// SaveBelief inserts b or replaces the belief with its ID.
-	SaveBelief(ctx context.Context, agent string, b Belief) error
-	// Beliefs returns every belief of the agent, current and past, in the order first saved.
-	Beliefs(ctx context.Context, agent string) ([]Belief, error)
-	// SaveGoal inserts g or replaces the goal with its ID.
-	SaveGoal(ctx context.Context, agent string, g Goal) error
-	// Goals returns every goal of the agent in the order first saved.
-	Goals(ctx context.Context, agent string) ([]Goal, error)
-	// AddPolicy appends a version of the agent's mutable rules; a version already there is an
-	// error (the history is append-only).
-	AddPolicy(ctx context.Context, agent string, v PolicyVersion) error
-	// SetPolicy records which version is in force.
-	SetPolicy(ctx context.Context, agent string, version int) error
-	// Policies returns the agent's versions, oldest first, and the one in force (0 when none).
-	Policies(ctx context.Context, agent string) ([]PolicyVersion, int, error)
-	// SaveWorking replaces the agent's working state.
-	SaveWorking(ctx context.Context, agent string, w WorkingState) error
-	// Working returns the agent's working state; the zero value when none was saved.
-	Working(ctx context.Context, agent string) (WorkingState, error)
-	// SaveReview inserts r or replaces the review with its ID.
-	SaveReview(ctx context.Context, agent string, r Review) error
-	// Reviews returns every review of the agent in the order first saved.
-	Reviews(ctx context.Context, agent string) ([]Review, error)
+	// Load returns what the store holds for key; a key never committed loads empty.
+	Load(ctx context.Context, key Key) (*Snapshot, error)
+	// Commit applies b atomically: all of it, or (with an error) none of it. It records the
+	// instance if it is new. Observations are appended (an ID already in the log is
+	// ErrDuplicateObservation), beliefs, goals, reviews and session documents inserted or
+	// replaced by ID (keeping the order first saved), Working replaces the working state when
+	// set, policy versions are appended (a version already there is ErrDuplicatePolicy), Current
+	// is the version in force when non-zero, and Turn is added to the turn records.
+	Commit(ctx context.Context, key Key, b *Batch) error
+	// LastTurn returns the highest turn number recorded in session, 0 when none.
+	LastTurn(ctx context.Context, key Key, session string) (int, error)
+	// Turns returns the turn records of session, by number.
+	Turns(ctx context.Context, key Key, session string) ([]TurnRecord, error)
+	// TurnByTask returns the last turn record committed for task by any instance of the
+	// definition agent (task IDs are unique), with its key; nil when there is none.
+	TurnByTask(ctx context.Context, agent, task string) (*TurnRecord, Key, error)
+	// Session returns the session document id of key, nil when there is none.
+	Session(ctx context.Context, key Key, id string) (json.RawMessage, error)
+	// Instances lists the principals that have an instance of agent, in the order first
+	// committed.
+	Instances(ctx context.Context, agent string) ([]Principal, error)
+}
+
+// Snapshot is what a Store holds for one instance, as [Store.Load] returns it.
+type Snapshot struct {
+	// Observations is the log, by sequence number.
+	Observations []Observation
+	// Beliefs, Goals and Reviews are in the order first saved.
+	Beliefs  []Belief
+	Goals    []Goal
+	Working  WorkingState
+	Policies []PolicyVersion
+	// Current is the policy version in force, 0 when none was saved.
+	Current int
+	Reviews []Review
+}
+
+// Batch is one atomic write to a Store: a turn's memory writes with its turn record, or a change
+// of policy. Empty fields write nothing.
+type Batch struct {
+	Observations []Observation
+	Beliefs      []Belief
+	Goals        []Goal
+	Working      *WorkingState
+	Policies     []PolicyVersion
+	Current      int
+	Reviews      []Review
+	Turn         *TurnRecord
+	Sessions     []SessionDoc
+}
+
+// SessionDoc is a session's state as a JSON document, committed with the turn that changed it
+// (package agent/session defines its content).
+type SessionDoc struct {
+	ID  string          `json:"id"`
+	Doc json.RawMessage `json:"doc"`
+}
+
+// TurnStatus is how a committed turn ended.
+type TurnStatus string
+
+// The statuses of a committed turn. Turns that fail or are canceled commit nothing.
+const (
+	TurnCompleted     TurnStatus = "completed"
+	TurnInputRequired TurnStatus = "input-required"
+)
+
+// TurnRecord is the record a turn commits with its memory writes.
+type TurnRecord struct {
+	// Task and Session are the A2A task and context; Number counts the committed turns of the
+	// session from 1. Message is the A2A message ID the turn integrated, if any.
+	Task    string `json:"task,omitempty"`
+	Session string `json:"session"`
+	Number  int    `json:"number"`
+	Message string `json:"message,omitempty"`
+	// Observation is the ID the turn's message got in the log; Policy the version that ran.
+	Observation string     `json:"observation"`
+	Policy      int        `json:"policy"`
+	Status      TurnStatus `json:"status"`
+	Reply       string     `json:"reply,omitempty"`
+	Question    string     `json:"question,omitempty"`
+	// TokensIn and TokensOut are the model's usage over the turn's consults; Estimated says
+	// that at least one call reported none and was counted with EstimateTokens.
+	TokensIn  int  `json:"tokensIn"`
+	TokensOut int  `json:"tokensOut"`
+	Estimated bool `json:"estimated,omitempty"`
+	// ModelCalls is how many model calls the turn made.
+	ModelCalls int `json:"modelCalls,omitempty"`
+	// ContextBefore and ContextAfter are the size, in EstimateTokens units, of the working
+	// context a consult of the turn's message sees at the turn's start and end; 0 when the turn
+	// consulted no model.
+	ContextBefore int       `json:"contextBefore,omitempty"`
+	ContextAfter  int       `json:"contextAfter,omitempty"`
+	Started       time.Time `json:"started"`
+	Ended         time.Time `json:"ended"`
+	// Latency is Ended - Started.
+	Latency time.Duration `json:"latency"`
 }
 
 // WorkingState is an agent's short-term state, kept so that it survives a restart: its working
@@ -69,94 +148,212 @@ type PolicyVersion struct {
 	Review   string `json:"review,omitempty"`
 }
 
-// ErrDuplicatePolicy is returned by [Store.AddPolicy] for a version already saved.
+// ErrDuplicatePolicy is returned by [Store.Commit] for a policy version already saved.
 var ErrDuplicatePolicy = errors.New("agent: duplicate policy version")
 
-// ErrDuplicateObservation is returned by [Store.Append] for an ID already in the log.
+// ErrDuplicateObservation is returned by [Store.Commit] for an observation ID already in the log.
 var ErrDuplicateObservation = errors.New("agent: duplicate observation")
 
 // NewMemoryStore returns a Store in memory.
 func NewMemoryStore() Store {
-	return &memStore{logs: map[string][]Observation{}, beliefs: map[string][]Belief{},
-		policies: map[string][]PolicyVersion{}, current: map[string]int{}}
+	return &memStore{inst: map[Key]*memInstance{}}
 }
 
 type memStore struct {
-	mu      sync.Mutex // guards all fields
-	logs    map[string][]Observation
-	ids     map[string]bool
-	beliefs map[string][]Belief
-	at      map[string]int // "b", "g" or "r", agent and ID, NUL-separated -> index in beliefs, goals or reviews
-
-	policies map[string][]PolicyVersion
-	current  map[string]int
-	goals    map[string][]Goal
-	working  map[string]WorkingState
-	reviews  map[string][]Review
+	mu    sync.Mutex // guards all fields and every memInstance
+	inst  map[Key]*memInstance
+	order []Key // instances in the order first committed
+	seq   int64 // commit counter, orders turn records across instances
 }
 
-func (s *memStore) SaveReview(_ context.Context, agent string, r Review) error {
+type memInstance struct {
+	log      []Observation
+	ids      map[string]bool
+	beliefs  []Belief
+	beliefAt map[string]int
+	goals    []Goal
+	goalAt   map[string]int
+	reviews  []Review
+	reviewAt map[string]int
+	working  WorkingState
+	policies []PolicyVersion
+	current  int
+	turns    []memTurn
+	sessions map[string]json.RawMessage
+}
+
+type memTurn struct {
+	seq int64
+	rec TurnRecord
+}
+
+func (s *memStore) Load(_ context.Context, key Key) (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.reviews == nil {
-		s.reviews = map[string][]Review{}
+	in := s.inst[key]
+	if in == nil {
+		return &Snapshot{}, nil
 	}
-	s.reviews[agent] = upsert(s, s.reviews[agent], "r\x00"+agent+"\x00"+r.ID, r.clone())
+	return &Snapshot{Observations: cloneAll(in.log, cloneObservation), Beliefs: cloneAll(in.beliefs, Belief.clone),
+		Goals: cloneAll(in.goals, Goal.clone), Working: in.working.clone(), Policies: cloneAll(in.policies, PolicyVersion.clone),
+		Current: in.current, Reviews: cloneAll(in.reviews, Review.clone)}, nil
+}
+
+func (s *memStore) Commit(_ context.Context, key Key, b *Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.inst[key]
+	if in == nil {
+		in = &memInstance{ids: map[string]bool{}, beliefAt: map[string]int{}, goalAt: map[string]int{}, reviewAt: map[string]int{},
+			sessions: map[string]json.RawMessage{}}
+	}
+	// Check everything that can fail before writing anything.
+	seen := map[string]bool{}
+	for _, o := range b.Observations {
+		if in.ids[o.ID] || seen[o.ID] {
+			return fmt.Errorf("%w: %s", ErrDuplicateObservation, o.ID)
+		}
+		seen[o.ID] = true
+	}
+	for _, v := range b.Policies {
+		if slices.ContainsFunc(in.policies, func(x PolicyVersion) bool { return x.Version == v.Version }) {
+			return fmt.Errorf("%w: %d", ErrDuplicatePolicy, v.Version)
+		}
+	}
+	if s.inst[key] == nil {
+		s.inst[key] = in
+		s.order = append(s.order, key)
+	}
+	for _, o := range b.Observations {
+		in.ids[o.ID] = true
+		i, _ := slices.BinarySearchFunc(in.log, o.Seq, func(x Observation, seq int64) int { return cmpInt(x.Seq, seq) })
+		in.log = slices.Insert(in.log, i, cloneObservation(o))
+	}
+	for _, x := range b.Beliefs {
+		in.beliefs = upsertAt(in.beliefs, in.beliefAt, x.ID, x.clone())
+	}
+	for _, x := range b.Goals {
+		in.goals = upsertAt(in.goals, in.goalAt, x.ID, x.clone())
+	}
+	for _, x := range b.Reviews {
+		in.reviews = upsertAt(in.reviews, in.reviewAt, x.ID, x.clone())
+	}
+	if b.Working != nil {
+		in.working = b.Working.clone()
+	}
+	for _, v := range b.Policies {
+		in.policies = append(in.policies, v.clone())
+	}
+	slices.SortFunc(in.policies, func(x, y PolicyVersion) int { return x.Version - y.Version })
+	if b.Current > 0 {
+		in.current = b.Current
+	}
+	if b.Turn != nil {
+		s.seq++
+		in.turns = append(in.turns, memTurn{s.seq, *b.Turn})
+	}
+	for _, d := range b.Sessions {
+		in.sessions[d.ID] = slices.Clone(d.Doc)
+	}
 	return nil
 }
 
-func (s *memStore) Reviews(_ context.Context, agent string) ([]Review, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return cloneAll(s.reviews[agent], Review.clone), nil
-}
-
-func (s *memStore) SaveWorking(_ context.Context, agent string, w WorkingState) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.working == nil {
-		s.working = map[string]WorkingState{}
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	s.working[agent] = w.clone()
-	return nil
+	return 0
 }
 
-func (s *memStore) Working(_ context.Context, agent string) (WorkingState, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.working[agent].clone(), nil
-}
-
-func (s *memStore) SaveGoal(_ context.Context, agent string, g Goal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.goals == nil {
-		s.goals = map[string][]Goal{}
-	}
-	s.goals[agent] = upsert(s, s.goals[agent], "g\x00"+agent+"\x00"+g.ID, g.clone())
-	return nil
-}
-
-func (s *memStore) Goals(_ context.Context, agent string) ([]Goal, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return cloneAll(s.goals[agent], Goal.clone), nil
-}
-
-// upsert replaces the item under key in list, or appends it; s.mu must be held.
-func upsert[T any](s *memStore, list []T, key string, v T) []T {
-	if s.at == nil {
-		s.at = map[string]int{}
-	}
-	if i, ok := s.at[key]; ok {
+// upsertAt replaces the item id in list (its index in at) or appends it.
+func upsertAt[T any](list []T, at map[string]int, id string, v T) []T {
+	if i, ok := at[id]; ok {
 		list[i] = v
 		return list
 	}
-	s.at[key] = len(list)
+	at[id] = len(list)
 	return append(list, v)
 }
 
+func (s *memStore) LastTurn(_ context.Context, key Key, session string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	if in := s.inst[key]; in != nil {
+		for _, t := range in.turns {
+			if t.rec.Session == session {
+				n = max(n, t.rec.Number)
+			}
+		}
+	}
+	return n, nil
+}
+
+func (s *memStore) Turns(_ context.Context, key Key, session string) ([]TurnRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []TurnRecord
+	if in := s.inst[key]; in != nil {
+		for _, t := range in.turns {
+			if t.rec.Session == session {
+				out = append(out, t.rec)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b TurnRecord) int { return a.Number - b.Number })
+	return out, nil
+}
+
+func (s *memStore) TurnByTask(_ context.Context, agent, task string) (*TurnRecord, Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best memTurn
+	var bestKey Key
+	for k, in := range s.inst {
+		if k.Agent != agent {
+			continue
+		}
+		for _, t := range in.turns {
+			if t.rec.Task == task && t.seq > best.seq {
+				best, bestKey = t, k
+			}
+		}
+	}
+	if best.seq == 0 {
+		return nil, Key{}, nil
+	}
+	rec := best.rec
+	return &rec, bestKey, nil
+}
+
+func (s *memStore) Session(_ context.Context, key Key, id string) (json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in := s.inst[key]; in != nil {
+		return slices.Clone(in.sessions[id]), nil
+	}
+	return nil, nil
+}
+
+func (s *memStore) Instances(_ context.Context, agent string) ([]Principal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Principal
+	for _, k := range s.order {
+		if k.Agent == agent {
+			out = append(out, k.Principal)
+		}
+	}
+	return out, nil
+}
+
 func cloneAll[T any](xs []T, clone func(T) T) []T {
+	if xs == nil {
+		return nil
+	}
 	out := make([]T, len(xs))
 	for i, x := range xs {
 		out[i] = clone(x)
@@ -164,72 +361,8 @@ func cloneAll[T any](xs []T, clone func(T) T) []T {
 	return out
 }
 
-func (s *memStore) AddPolicy(_ context.Context, agent string, v PolicyVersion) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range s.policies[agent] {
-		if x.Version == v.Version {
-			return fmt.Errorf("%w: %d", ErrDuplicatePolicy, v.Version)
-		}
-	}
-	s.policies[agent] = append(s.policies[agent], v.clone())
-	return nil
-}
-
-func (s *memStore) SetPolicy(_ context.Context, agent string, version int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.current[agent] = version
-	return nil
-}
-
-func (s *memStore) Policies(_ context.Context, agent string) ([]PolicyVersion, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return cloneAll(s.policies[agent], PolicyVersion.clone), s.current[agent], nil
-}
-
-func (s *memStore) Append(_ context.Context, agent string, o Observation) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ids == nil {
-		s.ids = map[string]bool{}
-	}
-	if s.ids[agent+"\x00"+o.ID] {
-		return fmt.Errorf("%w: %s", ErrDuplicateObservation, o.ID)
-	}
-	s.ids[agent+"\x00"+o.ID] = true
-	s.logs[agent] = append(s.logs[agent], cloneObservation(o))
-	return nil
-}
-
-func (s *memStore) Observations(_ context.Context, agent string) ([]Observation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return cloneAll(s.logs[agent], cloneObservation), nil
-}
-
-func (s *memStore) SaveBelief(_ context.Context, agent string, b Belief) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beliefs[agent] = upsert(s, s.beliefs[agent], "b\x00"+agent+"\x00"+b.ID, b.clone())
-	return nil
-}
-
-func (s *memStore) Beliefs(_ context.Context, agent string) ([]Belief, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return cloneAll(s.beliefs[agent], Belief.clone), nil
-}
-
 func cloneObservation(o Observation) Observation {
-	if o.Data != nil {
-		d := make(map[string]string, len(o.Data))
-		for k, v := range o.Data {
-			d[k] = v
-		}
-		o.Data = d
-	}
+	o.Data = maps.Clone(o.Data)
 	return o
 }
 

@@ -44,7 +44,7 @@ type failingStore struct{ Store }
 
 var errDisk = errors.New("disk full")
 
-func (failingStore) Append(context.Context, string, Observation) error { return errDisk }
+func (failingStore) Commit(context.Context, Key, *Batch) error { return errDisk }
 
 func TestStoreErrorsAreReported(t *testing.T) {
 	t.Parallel()

@@ -80,7 +80,7 @@ func llmAgent(t *testing.T, model agent.Model) *agent.Agent {
 // message to it over binding b and returns the events.
 func serve(t *testing.T, a *agent.Agent, b client.Binding) func(text string) []a2a.Event {
 	t.Helper()
-	srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(a)})
+	srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(a.Host())})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard only
 	t.Cleanup(cancel)
 	c, err := client.New(ctx, srv.URL, &client.Options{Binding: b})

@@ -1,6 +1,10 @@
-// Package sqlitestore keeps agents' observation logs, beliefs, goals, policy versions, working
-// state (working memory, pending questions) and reviews (proposals held for approval) in SQLite, in tables of their own (agent_*), so they
-// can share the database file of the task store (store/sqlite).
+// Package sqlitestore is the agent.Store in SQLite: every instance (agent, tenant, principal)
+// with its observation log, beliefs, goals, policy versions, working state, reviews, turn
+// records and session documents, in tables of their own (agent_*), so they can share the
+// database file of the task store (store/sqlite). A commit is one transaction.
+//
+// A database written before instances were per principal (one agent's memory per name) is
+// migrated in place: each agent's memory becomes its anonymous principal's instance.
 package sqlitestore
 
 import (
@@ -77,6 +81,109 @@ CREATE TABLE agent_reviews (
 	PRIMARY KEY (agent, id)
 ) STRICT;
 `,
+	// 6: instances per principal. Every table is keyed by the instance (agent_instances.id);
+	// the memory of each agent of before becomes its anonymous principal's. Turn records and
+	// session documents are new.
+	`
+CREATE TABLE agent_instances (
+	id        INTEGER PRIMARY KEY,
+	agent     TEXT    NOT NULL,
+	tenant    TEXT    NOT NULL,
+	principal TEXT    NOT NULL,
+	policy    INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (agent, tenant, principal)
+) STRICT;
+INSERT INTO agent_instances (agent, tenant, principal)
+	SELECT agent, '', '' FROM (
+		SELECT agent FROM agent_observations UNION SELECT agent FROM agent_beliefs
+		UNION SELECT agent FROM agent_policies UNION SELECT agent FROM agent_policy_current
+		UNION SELECT agent FROM agent_goals UNION SELECT agent FROM agent_working
+		UNION SELECT agent FROM agent_reviews)
+	ORDER BY agent;
+UPDATE agent_instances SET policy = coalesce((SELECT version FROM agent_policy_current c WHERE c.agent = agent_instances.agent), 0);
+DROP TABLE agent_policy_current;
+
+CREATE TABLE agent_observations_6 (
+	inst INTEGER NOT NULL,
+	seq  INTEGER NOT NULL,
+	id   TEXT    NOT NULL,
+	obs  BLOB    NOT NULL,
+	PRIMARY KEY (inst, seq),
+	UNIQUE (inst, id)
+) STRICT;
+INSERT INTO agent_observations_6 SELECT i.id, o.seq, o.id, o.obs FROM agent_observations o JOIN agent_instances i ON i.agent = o.agent;
+DROP TABLE agent_observations;
+ALTER TABLE agent_observations_6 RENAME TO agent_observations;
+
+CREATE TABLE agent_beliefs_6 (
+	inst   INTEGER NOT NULL,
+	id     TEXT    NOT NULL,
+	ord    INTEGER NOT NULL,
+	belief BLOB    NOT NULL,
+	PRIMARY KEY (inst, id)
+) STRICT;
+INSERT INTO agent_beliefs_6 SELECT i.id, b.id, b.ord, b.belief FROM agent_beliefs b JOIN agent_instances i ON i.agent = b.agent;
+DROP TABLE agent_beliefs;
+ALTER TABLE agent_beliefs_6 RENAME TO agent_beliefs;
+
+CREATE TABLE agent_goals_6 (
+	inst INTEGER NOT NULL,
+	id   TEXT    NOT NULL,
+	ord  INTEGER NOT NULL,
+	goal BLOB    NOT NULL,
+	PRIMARY KEY (inst, id)
+) STRICT;
+INSERT INTO agent_goals_6 SELECT i.id, g.id, g.ord, g.goal FROM agent_goals g JOIN agent_instances i ON i.agent = g.agent;
+DROP TABLE agent_goals;
+ALTER TABLE agent_goals_6 RENAME TO agent_goals;
+
+CREATE TABLE agent_reviews_6 (
+	inst   INTEGER NOT NULL,
+	id     TEXT    NOT NULL,
+	ord    INTEGER NOT NULL,
+	review BLOB    NOT NULL,
+	PRIMARY KEY (inst, id)
+) STRICT;
+INSERT INTO agent_reviews_6 SELECT i.id, r.id, r.ord, r.review FROM agent_reviews r JOIN agent_instances i ON i.agent = r.agent;
+DROP TABLE agent_reviews;
+ALTER TABLE agent_reviews_6 RENAME TO agent_reviews;
+
+CREATE TABLE agent_policies_6 (
+	inst    INTEGER NOT NULL,
+	version INTEGER NOT NULL,
+	policy  BLOB    NOT NULL,
+	PRIMARY KEY (inst, version)
+) STRICT;
+INSERT INTO agent_policies_6 SELECT i.id, p.version, p.policy FROM agent_policies p JOIN agent_instances i ON i.agent = p.agent;
+DROP TABLE agent_policies;
+ALTER TABLE agent_policies_6 RENAME TO agent_policies;
+
+CREATE TABLE agent_working_6 (
+	inst  INTEGER NOT NULL PRIMARY KEY,
+	state BLOB    NOT NULL
+) STRICT;
+INSERT INTO agent_working_6 SELECT i.id, w.state FROM agent_working w JOIN agent_instances i ON i.agent = w.agent;
+DROP TABLE agent_working;
+ALTER TABLE agent_working_6 RENAME TO agent_working;
+
+CREATE TABLE agent_turns (
+	seq     INTEGER PRIMARY KEY,
+	inst    INTEGER NOT NULL,
+	task    TEXT    NOT NULL,
+	session TEXT    NOT NULL,
+	number  INTEGER NOT NULL,
+	turn    BLOB    NOT NULL
+) STRICT;
+CREATE INDEX agent_turns_session ON agent_turns (inst, session, number);
+CREATE INDEX agent_turns_task ON agent_turns (task);
+
+CREATE TABLE agent_sessions (
+	inst INTEGER NOT NULL,
+	id   TEXT    NOT NULL,
+	doc  BLOB    NOT NULL,
+	PRIMARY KEY (inst, id)
+) STRICT;
+`,
 }
 
 // Store is an agent.Store in SQLite. It is safe for concurrent use.
@@ -107,8 +214,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	// One connection: SQLite has one writer, and the agent runtime writes from each agent's
-	// goroutine; database/sql queues the rest.
+	// One connection: SQLite has one writer; database/sql queues the rest.
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
@@ -154,147 +260,232 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Append implements agent.Store.
-func (s *Store) Append(ctx context.Context, name string, o agent.Observation) error {
-	data, err := json.Marshal(o)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+// instance returns the ID of key's instance, 0 when it has none.
+func instance(ctx context.Context, q querier, key agent.Key) (int64, error) {
+	var id int64
+	err := q.QueryRowContext(ctx, `SELECT id FROM agent_instances WHERE agent = ? AND tenant = ? AND principal = ?`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
 	}
+	return id, err
+}
+
+// Load implements agent.Store.
+func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error) {
+	// One read transaction, so that the snapshot is one commit's state.
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: load: %w", err)
+	}
+	defer tx.Rollback()
+	snap := &agent.Snapshot{}
+	id, err := instance(ctx, tx, key)
+	if err != nil || id == 0 {
+		return snap, wrap("load", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT policy FROM agent_instances WHERE id = ?`, id).Scan(&snap.Current); err != nil {
+		return nil, wrap("load", err)
+	}
+	if snap.Observations, err = query[agent.Observation](ctx, tx, `SELECT obs FROM agent_observations WHERE inst = ? ORDER BY seq`, id); err != nil {
+		return nil, err
+	}
+	if snap.Beliefs, err = query[agent.Belief](ctx, tx, `SELECT belief FROM agent_beliefs WHERE inst = ? ORDER BY ord`, id); err != nil {
+		return nil, err
+	}
+	if snap.Goals, err = query[agent.Goal](ctx, tx, `SELECT goal FROM agent_goals WHERE inst = ? ORDER BY ord`, id); err != nil {
+		return nil, err
+	}
+	if snap.Reviews, err = query[agent.Review](ctx, tx, `SELECT review FROM agent_reviews WHERE inst = ? ORDER BY ord`, id); err != nil {
+		return nil, err
+	}
+	if snap.Policies, err = query[agent.PolicyVersion](ctx, tx, `SELECT policy FROM agent_policies WHERE inst = ? ORDER BY version`, id); err != nil {
+		return nil, err
+	}
+	ws, err := query[agent.WorkingState](ctx, tx, `SELECT state FROM agent_working WHERE inst = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ws) > 0 {
+		snap.Working = ws[0]
+	}
+	return snap, nil
+}
+
+// Commit implements agent.Store.
+func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("commit", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_instances (agent, tenant, principal) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name); err != nil {
+		return wrap("commit", err)
+	}
+	id, err := instance(ctx, tx, key)
+	if err != nil {
+		return wrap("commit", err)
+	}
+	for _, o := range b.Observations {
+		res, err := tx.ExecContext(ctx, `INSERT INTO agent_observations (inst, seq, id, obs) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			id, o.Seq, o.ID, mustJSON(o))
+		if err != nil {
+			return wrap("commit", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)
+		}
+	}
+	for _, x := range b.Beliefs {
+		if err := upsert(ctx, tx, "agent_beliefs", "belief", id, x.ID, x); err != nil {
+			return err
+		}
+	}
+	for _, x := range b.Goals {
+		if err := upsert(ctx, tx, "agent_goals", "goal", id, x.ID, x); err != nil {
+			return err
+		}
+	}
+	for _, x := range b.Reviews {
+		if err := upsert(ctx, tx, "agent_reviews", "review", id, x.ID, x); err != nil {
+			return err
+		}
+	}
+	if b.Working != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_working (inst, state) VALUES (?, ?)
+			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, mustJSON(b.Working)); err != nil {
+			return wrap("commit", err)
+		}
+	}
+	for _, v := range b.Policies {
+		res, err := tx.ExecContext(ctx, `INSERT INTO agent_policies (inst, version, policy) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			id, v.Version, mustJSON(v))
+		if err != nil {
+			return wrap("commit", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: %d", agent.ErrDuplicatePolicy, v.Version)
+		}
+	}
+	if b.Current > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE agent_instances SET policy = ? WHERE id = ?`, b.Current, id); err != nil {
+			return wrap("commit", err)
+		}
+	}
+	if t := b.Turn; t != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES (?, ?, ?, ?, ?)`,
+			id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
+			return wrap("commit", err)
+		}
+	}
+	for _, d := range b.Sessions {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_sessions (inst, id, doc) VALUES (?, ?, ?)
+			ON CONFLICT (inst, id) DO UPDATE SET doc = excluded.doc`, id, d.ID, []byte(d.Doc)); err != nil {
+			return wrap("commit", err)
+		}
+	}
+	return wrap("commit", tx.Commit())
+}
+
+// upsert inserts or replaces item itemID of the instance in table, keeping its first order.
+func upsert(ctx context.Context, tx *sql.Tx, table, col string, inst int64, itemID string, v any) error {
+	q := `INSERT INTO ` + table + ` (inst, id, ord, ` + col + `)
+		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM ` + table + ` WHERE inst = ?1), ?3)
+		ON CONFLICT (inst, id) DO UPDATE SET ` + col + ` = excluded.` + col
+	if _, err := tx.ExecContext(ctx, q, inst, itemID, mustJSON(v)); err != nil {
+		return fmt.Errorf("sqlitestore: save %s: %w", itemID, err)
+	}
+	return nil
+}
+
+// LastTurn implements agent.Store.
+func (s *Store) LastTurn(ctx context.Context, key agent.Key, session string) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM agent_observations WHERE agent = ? AND id = ?`, name, o.ID).Scan(&n); err != nil {
-		return fmt.Errorf("sqlitestore: append: %w", err)
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(t.number), 0) FROM agent_turns t JOIN agent_instances i ON i.id = t.inst
+		WHERE i.agent = ? AND i.tenant = ? AND i.principal = ? AND t.session = ?`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, session).Scan(&n)
+	return n, wrap("last turn", err)
+}
+
+// Turns implements agent.Store.
+func (s *Store) Turns(ctx context.Context, key agent.Key, session string) ([]agent.TurnRecord, error) {
+	return query[agent.TurnRecord](ctx, s.db, `SELECT t.turn FROM agent_turns t JOIN agent_instances i ON i.id = t.inst
+		WHERE i.agent = ? AND i.tenant = ? AND i.principal = ? AND t.session = ? ORDER BY t.number, t.seq`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, session)
+}
+
+// TurnByTask implements agent.Store.
+func (s *Store) TurnByTask(ctx context.Context, agentName, task string) (*agent.TurnRecord, agent.Key, error) {
+	var data []byte
+	var key agent.Key
+	err := s.db.QueryRowContext(ctx, `SELECT t.turn, i.agent, i.tenant, i.principal FROM agent_turns t JOIN agent_instances i ON i.id = t.inst
+		WHERE t.task = ? AND i.agent = ? ORDER BY t.seq DESC LIMIT 1`, task, agentName).Scan(&data, &key.Agent, &key.Principal.Tenant, &key.Principal.Name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, agent.Key{}, nil
 	}
-	if n > 0 {
-		return fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)
-	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO agent_observations (agent, seq, id, obs)
-		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM agent_observations WHERE agent = ?), ?, ?)`, name, name, o.ID, data)
 	if err != nil {
-		return fmt.Errorf("sqlitestore: append: %w", err)
+		return nil, agent.Key{}, wrap("turn by task", err)
 	}
-	return nil
+	var rec agent.TurnRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, agent.Key{}, wrap("turn by task", err)
+	}
+	return &rec, key, nil
 }
 
-// Observations implements agent.Store.
-func (s *Store) Observations(ctx context.Context, name string) ([]agent.Observation, error) {
-	return query[agent.Observation](ctx, s.db, `SELECT obs FROM agent_observations WHERE agent = ? ORDER BY seq`, name)
+// Session implements agent.Store.
+func (s *Store) Session(ctx context.Context, key agent.Key, id string) (json.RawMessage, error) {
+	var doc []byte
+	err := s.db.QueryRowContext(ctx, `SELECT s.doc FROM agent_sessions s JOIN agent_instances i ON i.id = s.inst
+		WHERE i.agent = ? AND i.tenant = ? AND i.principal = ? AND s.id = ?`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return doc, wrap("session", err)
 }
 
-// SaveBelief implements agent.Store.
-func (s *Store) SaveBelief(ctx context.Context, name string, b agent.Belief) error {
-	return s.upsert(ctx, `INSERT INTO agent_beliefs (agent, id, ord, belief)
-		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM agent_beliefs WHERE agent = ?1), ?3)
-		ON CONFLICT (agent, id) DO UPDATE SET belief = excluded.belief`, name, b.ID, b)
+// Instances implements agent.Store.
+func (s *Store) Instances(ctx context.Context, agentName string) ([]agent.Principal, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT tenant, principal FROM agent_instances WHERE agent = ? ORDER BY id`, agentName)
+	if err != nil {
+		return nil, wrap("instances", err)
+	}
+	defer rows.Close()
+	var out []agent.Principal
+	for rows.Next() {
+		var p agent.Principal
+		if err := rows.Scan(&p.Tenant, &p.Name); err != nil {
+			return nil, wrap("instances", err)
+		}
+		out = append(out, p)
+	}
+	return out, wrap("instances", rows.Err())
 }
 
-// SaveGoal implements agent.Store.
-func (s *Store) SaveGoal(ctx context.Context, name string, g agent.Goal) error {
-	return s.upsert(ctx, `INSERT INTO agent_goals (agent, id, ord, goal)
-		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM agent_goals WHERE agent = ?1), ?3)
-		ON CONFLICT (agent, id) DO UPDATE SET goal = excluded.goal`, name, g.ID, g)
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", op, err)
 }
 
-// Goals implements agent.Store.
-func (s *Store) Goals(ctx context.Context, name string) ([]agent.Goal, error) {
-	return query[agent.Goal](ctx, s.db, `SELECT goal FROM agent_goals WHERE agent = ? ORDER BY ord`, name)
-}
-
-// SaveReview implements agent.Store.
-func (s *Store) SaveReview(ctx context.Context, name string, r agent.Review) error {
-	return s.upsert(ctx, `INSERT INTO agent_reviews (agent, id, ord, review)
-		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM agent_reviews WHERE agent = ?1), ?3)
-		ON CONFLICT (agent, id) DO UPDATE SET review = excluded.review`, name, r.ID, r)
-}
-
-// Reviews implements agent.Store.
-func (s *Store) Reviews(ctx context.Context, name string) ([]agent.Review, error) {
-	return query[agent.Review](ctx, s.db, `SELECT review FROM agent_reviews WHERE agent = ? ORDER BY ord`, name)
-}
-
-// upsert runs q with the agent's name, an ID and v as JSON.
-func (s *Store) upsert(ctx context.Context, q, name, id string, v any) error {
+func mustJSON(v any) []byte {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
+		panic(fmt.Sprintf("sqlitestore: encoding %T: %v", v, err)) // the agent's types always encode
 	}
-	if _, err := s.db.ExecContext(ctx, q, name, id, data); err != nil {
-		return fmt.Errorf("sqlitestore: save %s: %w", id, err)
-	}
-	return nil
+	return data
 }
 
-// Beliefs implements agent.Store.
-func (s *Store) Beliefs(ctx context.Context, name string) ([]agent.Belief, error) {
-	return query[agent.Belief](ctx, s.db, `SELECT belief FROM agent_beliefs WHERE agent = ? ORDER BY ord`, name)
-}
-
-// SaveWorking implements agent.Store.
-func (s *Store) SaveWorking(ctx context.Context, name string, w agent.WorkingState) error {
-	data, err := json.Marshal(w)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO agent_working (agent, state) VALUES (?, ?)
-		ON CONFLICT (agent) DO UPDATE SET state = excluded.state`, name, data)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: save working state: %w", err)
-	}
-	return nil
-}
-
-// Working implements agent.Store.
-func (s *Store) Working(ctx context.Context, name string) (agent.WorkingState, error) {
-	ws, err := query[agent.WorkingState](ctx, s.db, `SELECT state FROM agent_working WHERE agent = ?`, name)
-	if err != nil || len(ws) == 0 {
-		return agent.WorkingState{}, err
-	}
-	return ws[0], nil
-}
-
-// AddPolicy implements agent.Store.
-func (s *Store) AddPolicy(ctx context.Context, name string, v agent.PolicyVersion) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO agent_policies (agent, version, policy) VALUES (?, ?, ?)
-		ON CONFLICT DO NOTHING`, name, v.Version, data)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: add policy: %w", err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("%w: %d", agent.ErrDuplicatePolicy, v.Version)
-	}
-	return nil
-}
-
-// SetPolicy implements agent.Store.
-func (s *Store) SetPolicy(ctx context.Context, name string, version int) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO agent_policy_current (agent, version) VALUES (?, ?)
-		ON CONFLICT (agent) DO UPDATE SET version = excluded.version`, name, version)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: set policy: %w", err)
-	}
-	return nil
-}
-
-// Policies implements agent.Store.
-func (s *Store) Policies(ctx context.Context, name string) ([]agent.PolicyVersion, int, error) {
-	vs, err := query[agent.PolicyVersion](ctx, s.db, `SELECT policy FROM agent_policies WHERE agent = ? ORDER BY version`, name)
-	if err != nil {
-		return nil, 0, err
-	}
-	var cur int
-	switch err := s.db.QueryRowContext(ctx, `SELECT version FROM agent_policy_current WHERE agent = ?`, name).Scan(&cur); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, 0, fmt.Errorf("sqlitestore: %w", err)
-	}
-	return vs, cur, nil
-}
-
-func query[T any](ctx context.Context, db *sql.DB, q, name string) ([]T, error) {
-	rows, err := db.QueryContext(ctx, q, name)
+func query[T any](ctx context.Context, db querier, q string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}

@@ -1,7 +1,10 @@
 package sqlitestore_test
 
 import (
+	"database/sql"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/a2awebcap/a2awebcap/agent"
@@ -37,13 +40,62 @@ func TestSharesTheTaskDatabase(t *testing.T) {
 	}
 	defer tasks.Close()
 	s := open(t, path)
-	if err := s.Append(t.Context(), "a", agent.Observation{ID: "o1", Seq: 1}); err != nil {
+	key := agent.Key{Agent: "a"}
+	if err := s.Commit(t.Context(), key, &agent.Batch{Observations: []agent.Observation{{ID: "o1", Seq: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Close()
 	s = open(t, path) // reopening migrates nothing and keeps the data
-	if got, err := s.Observations(t.Context(), "a"); err != nil || len(got) != 1 {
-		t.Errorf("Observations() = %v, %v, want one", got, err)
+	if got, err := s.Load(t.Context(), key); err != nil || len(got.Observations) != 1 {
+		t.Errorf("Load() = %v, %v, want one observation", got, err)
+	}
+}
+
+// A database of the layout before instances were per principal keeps working: each agent's
+// memory becomes its anonymous principal's, and the agent goes on where it was.
+func TestMigratesOneAgentPerName(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a2awebcap.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append([]string{`CREATE TABLE agent_schema_version (version INTEGER NOT NULL) STRICT; INSERT INTO agent_schema_version VALUES (5)`},
+		sqlitestore.OldMigrations...)
+	o1 := `{"id":"o1","seq":1,"time":"2026-01-02T03:04:05Z","kind":"message","source":{"kind":"user"},"context":{"task":"t0"},"text":"remember the sky is blue"}`
+	b1 := `{"id":"b1","subject":"the sky","value":"blue","confidence":0.9,"status":"active","uses":0,"provenance":{"source":{"kind":"user"},"observations":["o1"],"context":{"task":"t0"},"rule":"remember","reason":"the user told me"},"created":"2026-01-02T03:04:05Z","updated":"2026-01-02T03:04:05Z"}`
+	pvData, _ := json.Marshal(agent.PolicyVersion{Version: 1, Rules: agent.Notes().Rules})
+	pv := strings.ReplaceAll(string(pvData), "'", "''")
+	stmts = append(stmts,
+		`INSERT INTO agent_observations (agent, seq, id, obs) VALUES ('notes', 1, 'o1', CAST('`+o1+`' AS BLOB))`,
+		`INSERT INTO agent_beliefs (agent, id, ord, belief) VALUES ('notes', 'b1', 1, CAST('`+b1+`' AS BLOB))`,
+		`INSERT INTO agent_policies (agent, version, policy) VALUES ('notes', 1, CAST('`+pv+`' AS BLOB))`,
+		`INSERT INTO agent_policy_current (agent, version) VALUES ('notes', 1)`,
+		`INSERT INTO agent_working (agent, state) VALUES ('notes', CAST('{"pending":{"t9":"the sea"}}' AS BLOB))`)
+	for _, q := range stmts {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	_ = db.Close()
+
+	s := open(t, path)
+	a, err := agent.New(t.Context(), "notes", &agent.Options{Policy: agent.Notes(), Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	r, err := a.Recall(t.Context(), agent.Query{Text: "sky"})
+	if err != nil || len(r.Beliefs) != 1 || r.Beliefs[0].Value != "blue" || len(r.Observations) != 1 {
+		t.Fatalf("Recall(sky) after the migration = %+v, %v", r, err)
+	}
+	ev := agent.UserText("green")
+	ev.Context.Task = "t9"
+	if run, err := a.Ask(t.Context(), ev); err != nil || run.Reply != "Noted: the sea is green." {
+		t.Errorf("the answer to the question pending before the migration = %+v, %v", run, err)
+	}
+	if ps, _ := s.Instances(t.Context(), "notes"); len(ps) != 1 || !ps[0].Anonymous() {
+		t.Errorf("Instances(notes) = %v, want the anonymous principal", ps)
 	}
 }
 

@@ -2,6 +2,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -15,119 +16,196 @@ import (
 
 // Run checks the agent.Store that open returns (a fresh, empty one per call).
 func Run(t *testing.T, open func(t *testing.T) agent.Store) {
-	t.Run("ObservationsAreAppendOnlyAndPerAgent", func(t *testing.T) {
+	alice := agent.Key{Agent: "a", Principal: agent.Principal{Tenant: "t", Name: "alice"}}
+	bob := agent.Key{Agent: "a", Principal: agent.Principal{Tenant: "t", Name: "bob"}}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	commit := func(t *testing.T, s agent.Store, k agent.Key, b *agent.Batch) {
+		t.Helper()
+		if err := s.Commit(t.Context(), k, b); err != nil {
+			t.Fatalf("Commit(%v) = %v", k, err)
+		}
+	}
+	load := func(t *testing.T, s agent.Store, k agent.Key) *agent.Snapshot {
+		t.Helper()
+		snap, err := s.Load(t.Context(), k)
+		if err != nil {
+			t.Fatalf("Load(%v) = %v", k, err)
+		}
+		return snap
+	}
+	t.Run("ObservationsAreAppendOnlyAndPerInstance", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
-		ctx := t.Context()
-		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		o1 := agent.Observation{ID: "o1", Seq: 1, Time: at, Kind: "message", Source: agent.Source{Kind: agent.SourceUser},
 			Context: agent.Context{Task: "t", Session: "s", Turn: 1}, Text: "hello", Data: map[string]string{"k": "v"}}
 		o2 := agent.Observation{ID: "o2", Seq: 2, Time: at, Kind: "tool-result", Source: agent.Source{Kind: agent.SourceTool, Name: "clock"}, Text: "noon"}
-		for _, o := range []agent.Observation{o1, o2} {
-			if err := s.Append(ctx, "a", o); err != nil {
-				t.Fatalf("Append(%s) = %v", o.ID, err)
-			}
+		o4 := agent.Observation{ID: "o4", Seq: 4, Time: at, Kind: "message", Text: "later"}
+		o3 := agent.Observation{ID: "o3", Seq: 3, Time: at, Kind: "message", Text: "committed after o4"}
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{o1, o2}})
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{o4}})
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{o3}})
+		if err := s.Commit(t.Context(), alice, &agent.Batch{Observations: []agent.Observation{o1}}); !errors.Is(err, agent.ErrDuplicateObservation) {
+			t.Errorf("Commit(o1 again) = %v, want ErrDuplicateObservation", err)
 		}
-		if err := s.Append(ctx, "a", o1); !errors.Is(err, agent.ErrDuplicateObservation) {
-			t.Errorf("Append(o1 again) = %v, want ErrDuplicateObservation", err)
+		commit(t, s, bob, &agent.Batch{Observations: []agent.Observation{o1}})
+		if diff := cmp.Diff([]agent.Observation{o1, o2, o3, o4}, load(t, s, alice).Observations); diff != "" {
+			t.Errorf("Load(alice).Observations, by sequence number (-want +got):\n%s", diff)
 		}
-		if err := s.Append(ctx, "b", o1); err != nil {
-			t.Errorf("Append(o1 for another agent) = %v", err)
+		if diff := cmp.Diff([]agent.Observation{o1}, load(t, s, bob).Observations); diff != "" {
+			t.Errorf("Load(bob).Observations (-want +got):\n%s", diff)
 		}
-		got, err := s.Observations(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
+		if got := load(t, s, agent.Key{Agent: "a", Principal: agent.Principal{Name: "alice"}}); len(got.Observations) != 0 {
+			t.Errorf("alice of another tenant sees %v", got.Observations)
 		}
-		if diff := cmp.Diff([]agent.Observation{o1, o2}, got); diff != "" {
-			t.Errorf("Observations(a) (-want +got):\n%s", diff)
-		}
-		if got, _ := s.Observations(ctx, "nobody"); len(got) != 0 {
-			t.Errorf("Observations(nobody) = %v, want none", got)
+		if got := load(t, s, agent.Key{Agent: "other", Principal: alice.Principal}); len(got.Observations) != 0 {
+			t.Errorf("alice's instance of another agent sees %v", got.Observations)
 		}
 	})
-	t.Run("BeliefsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+	t.Run("ACommitIsAllOrNothing", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
-		ctx := t.Context()
-		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		o1 := agent.Observation{ID: "o1", Seq: 1, Time: at, Kind: "message", Text: "one"}
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{o1},
+			Policies: []agent.PolicyVersion{{Version: 1, Applied: at}}, Current: 1})
+		before := load(t, s, alice)
+		b := agent.Belief{ID: "b1", Subject: "x", Value: "y", Confidence: 0.9, Status: agent.StatusActive, Created: at, Updated: at}
+		bad := &agent.Batch{
+			Observations: []agent.Observation{{ID: "o2", Seq: 2, Time: at, Text: "two"}, o1}, // o1 again: refused
+			Beliefs:      []agent.Belief{b},
+			Goals:        []agent.Goal{{ID: "g1", Text: "g", Status: agent.GoalOpen, Created: at, Updated: at}},
+			Working:      &agent.WorkingState{Pending: map[string]string{"t": "x"}},
+			Turn:         &agent.TurnRecord{Task: "t", Session: "s", Number: 1, Status: agent.TurnCompleted, Started: at, Ended: at},
+			Sessions:     []agent.SessionDoc{{ID: "s", Doc: json.RawMessage(`{"state":"ready"}`)}},
+		}
+		if err := s.Commit(t.Context(), alice, bad); !errors.Is(err, agent.ErrDuplicateObservation) {
+			t.Fatalf("Commit(a batch with a duplicate) = %v, want ErrDuplicateObservation", err)
+		}
+		if err := s.Commit(t.Context(), alice, &agent.Batch{Beliefs: []agent.Belief{b}, Policies: []agent.PolicyVersion{{Version: 1, Applied: at}}}); !errors.Is(err, agent.ErrDuplicatePolicy) {
+			t.Fatalf("Commit(a batch with a duplicate policy version) = %v, want ErrDuplicatePolicy", err)
+		}
+		if diff := cmp.Diff(before, load(t, s, alice)); diff != "" {
+			t.Errorf("a refused batch wrote (-before +after):\n%s", diff)
+		}
+		if n, _ := s.LastTurn(t.Context(), alice, "s"); n != 0 {
+			t.Errorf("a refused batch wrote its turn record: last turn %d", n)
+		}
+		if doc, _ := s.Session(t.Context(), alice, "s"); doc != nil {
+			t.Errorf("a refused batch wrote its session document %s", doc)
+		}
+	})
+	t.Run("BeliefsGoalsReviewsKeepOrderAndUpdateInPlace", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
 		b1 := agent.Belief{ID: "b1", Subject: "sky", Value: "blue", Confidence: 0.9, Status: agent.StatusActive, Created: at, Updated: at,
 			Provenance: agent.Provenance{Source: agent.Source{Kind: agent.SourceUser}, Observations: []string{"o1"}, Rule: "r", Reason: "told"}}
 		b2 := b1
 		b2.ID, b2.Value, b2.Supersedes = "b2", "green", "b1"
-		for _, b := range []agent.Belief{b1, b2} {
-			if err := s.SaveBelief(ctx, "a", b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b1.Status, b1.SupersededBy = agent.StatusSuperseded, "b2"
-		if err := s.SaveBelief(ctx, "a", b1); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Beliefs(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff([]agent.Belief{b1, b2}, got); diff != "" {
-			t.Errorf("Beliefs(a) (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("GoalsKeepOrderAndUpdateInPlace", func(t *testing.T) {
-		t.Parallel()
-		s := open(t)
-		ctx := t.Context()
-		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		g1 := agent.Goal{ID: "g1", Text: "learn the capitals", Status: agent.GoalOpen, Created: at, Updated: at,
 			Provenance: agent.Provenance{Source: agent.Source{Kind: agent.SourceUser}, Observations: []string{"o1"}, Rule: "r", Reason: "asked"}}
 		g2 := g1
 		g2.ID, g2.Text = "g2", "tidy up"
-		for _, g := range []agent.Goal{g1, g2} {
-			if err := s.SaveGoal(ctx, "a", g); err != nil {
-				t.Fatal(err)
-			}
-		}
+		p := agent.Proposal{Op: agent.OpAdd, Rule: agent.Rule{Name: "r", When: "true", Action: agent.Forget,
+			Params: map[string]string{"subject": `"x"`}, Reason: "why"}, Justification: "j", Evidence: []string{"o1"}}
+		r1 := agent.Review{ID: "r1", Proposal: p, Status: agent.ReviewPending, Base: 1, Proposed: at}
+		r2 := r1
+		r2.ID = "r2"
+		commit(t, s, alice, &agent.Batch{Beliefs: []agent.Belief{b1, b2}, Goals: []agent.Goal{g1, g2}, Reviews: []agent.Review{r1, r2}})
+		b1.Status, b1.SupersededBy = agent.StatusSuperseded, "b2"
 		g1.Status = agent.GoalAchieved
-		if err := s.SaveGoal(ctx, "a", g1); err != nil {
-			t.Fatal(err)
+		r1.Status, r1.Reviewer, r1.Reason, r1.Decided = agent.ReviewRejected, "bob", "no", at.Add(time.Minute)
+		commit(t, s, alice, &agent.Batch{Beliefs: []agent.Belief{b1}, Goals: []agent.Goal{g1}, Reviews: []agent.Review{r1}})
+		got := load(t, s, alice)
+		if diff := cmp.Diff([]agent.Belief{b1, b2}, got.Beliefs); diff != "" {
+			t.Errorf("Beliefs (-want +got):\n%s", diff)
 		}
-		got, err := s.Goals(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
+		if diff := cmp.Diff([]agent.Goal{g1, g2}, got.Goals); diff != "" {
+			t.Errorf("Goals (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]agent.Goal{g1, g2}, got); diff != "" {
-			t.Errorf("Goals(a) (-want +got):\n%s", diff)
+		if diff := cmp.Diff([]agent.Review{r1, r2}, got.Reviews); diff != "" {
+			t.Errorf("Reviews (-want +got):\n%s", diff)
+		}
+		if got := load(t, s, bob); len(got.Beliefs)+len(got.Goals)+len(got.Reviews) != 0 {
+			t.Errorf("bob sees alice's memory: %+v", got)
 		}
 	})
 	t.Run("PoliciesAreAppendOnly", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
-		ctx := t.Context()
-		if vs, cur, err := s.Policies(ctx, "a"); err != nil || len(vs) != 0 || cur != 0 {
-			t.Fatalf("Policies(new agent) = %v, %d, %v, want none", vs, cur, err)
+		if got := load(t, s, alice); len(got.Policies) != 0 || got.Current != 0 {
+			t.Fatalf("Load(new instance) = %+v, want no policy", got)
 		}
-		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		rule := agent.Rule{Name: "r", When: "true", Action: agent.Reply, Params: map[string]string{"text": `"x"`}, Reason: "why"}
 		v1 := agent.PolicyVersion{Version: 1, Rules: []agent.Rule{rule}, Applied: at}
 		v2 := agent.PolicyVersion{Version: 2, Applied: at.Add(time.Second),
 			Proposal: &agent.Proposal{Op: agent.OpRemove, Rule: agent.Rule{Name: "r"}, Justification: "j", Evidence: []string{"o1"}}}
-		for _, v := range []agent.PolicyVersion{v1, v2} {
-			if err := s.AddPolicy(ctx, "a", v); err != nil {
-				t.Fatal(err)
-			}
+		commit(t, s, alice, &agent.Batch{Policies: []agent.PolicyVersion{v1}, Current: 1})
+		commit(t, s, alice, &agent.Batch{Policies: []agent.PolicyVersion{v2}, Current: 2})
+		commit(t, s, alice, &agent.Batch{Current: 1})
+		got := load(t, s, alice)
+		if diff := cmp.Diff([]agent.PolicyVersion{v1, v2}, got.Policies); diff != "" || got.Current != 1 {
+			t.Errorf("Policies = version %d (-want +got):\n%s", got.Current, diff)
 		}
-		if err := s.AddPolicy(ctx, "a", v1); !errors.Is(err, agent.ErrDuplicatePolicy) {
-			t.Errorf("AddPolicy(v1 again) = %v, want ErrDuplicatePolicy", err)
+	})
+	t.Run("WorkingStateIsReplacedWhole", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		w1 := agent.WorkingState{Notes: []agent.WorkingNote{{Subject: "a", Value: "1", Observations: []string{"o1"}, Uses: 1, Time: at}},
+			Pending: map[string]string{"t1": "sea"}}
+		commit(t, s, alice, &agent.Batch{Working: &w1})
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{{ID: "o1", Seq: 1, Time: at}}}) // no Working: unchanged
+		if diff := cmp.Diff(w1, load(t, s, alice).Working, cmpopts.IgnoreUnexported(agent.WorkingNote{})); diff != "" {
+			t.Errorf("Working (-want +got):\n%s", diff)
 		}
-		for _, v := range []int{2, 1} {
-			if err := s.SetPolicy(ctx, "a", v); err != nil {
-				t.Fatal(err)
-			}
+		commit(t, s, alice, &agent.Batch{Working: &agent.WorkingState{}})
+		if got := load(t, s, alice).Working; len(got.Notes)+len(got.Pending) != 0 {
+			t.Errorf("Working after replacing it with nothing = %+v", got)
 		}
-		vs, cur, err := s.Policies(ctx, "a")
+	})
+	t.Run("TurnRecordsAndSessions", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		rec := func(task, session string, n int) *agent.TurnRecord {
+			return &agent.TurnRecord{Task: task, Session: session, Number: n, Message: "m-" + task, Observation: "o1", Policy: 1,
+				Status: agent.TurnCompleted, Reply: "r " + task, TokensIn: 10, TokensOut: 3, Estimated: true, ModelCalls: 1,
+				ContextBefore: 100, ContextAfter: 120, Started: at, Ended: at.Add(time.Second), Latency: time.Second}
+		}
+		commit(t, s, alice, &agent.Batch{Turn: rec("t1", "s1", 1), Sessions: []agent.SessionDoc{{ID: "s1", Doc: json.RawMessage(`{"n":1}`)}}})
+		commit(t, s, alice, &agent.Batch{Turn: rec("t2", "s1", 2), Sessions: []agent.SessionDoc{{ID: "s1", Doc: json.RawMessage(`{"n":2}`)}}})
+		commit(t, s, alice, &agent.Batch{Turn: rec("t3", "s2", 1)})
+		in := rec("t2", "s1", 3) // the same task, resumed after input
+		in.Status, in.Reply, in.Question = agent.TurnInputRequired, "", "what?"
+		commit(t, s, alice, &agent.Batch{Turn: in})
+		commit(t, s, bob, &agent.Batch{Turn: rec("t9", "s1", 1)})
+		if n, err := s.LastTurn(ctx, alice, "s1"); n != 3 || err != nil {
+			t.Errorf("LastTurn(alice, s1) = %d, %v, want 3", n, err)
+		}
+		if n, _ := s.LastTurn(ctx, alice, "nope"); n != 0 {
+			t.Errorf("LastTurn(alice, nope) = %d, want 0", n)
+		}
+		turns, err := s.Turns(ctx, alice, "s1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]agent.PolicyVersion{v1, v2}, vs); diff != "" || cur != 1 {
-			t.Errorf("Policies(a) = version %d (-want +got):\n%s", cur, diff)
+		if diff := cmp.Diff([]agent.TurnRecord{*rec("t1", "s1", 1), *rec("t2", "s1", 2), *in}, turns); diff != "" {
+			t.Errorf("Turns(alice, s1) (-want +got):\n%s", diff)
+		}
+		got, key, err := s.TurnByTask(ctx, "a", "t2")
+		if err != nil || got == nil || key != alice || got.Number != 3 {
+			t.Errorf("TurnByTask(t2) = %+v, %v, %v, want alice's turn 3", got, key, err)
+		}
+		if got, _, err := s.TurnByTask(ctx, "other", "t2"); got != nil || err != nil {
+			t.Errorf("TurnByTask(another agent's task) = %+v, %v, want none", got, err)
+		}
+		if doc, err := s.Session(ctx, alice, "s1"); err != nil || string(doc) != `{"n":2}` {
+			t.Errorf("Session(alice, s1) = %s, %v", doc, err)
+		}
+		if doc, _ := s.Session(ctx, bob, "s1"); doc != nil {
+			t.Errorf("Session(bob, s1) = %s, want none", doc)
+		}
+		ps, err := s.Instances(ctx, "a")
+		if diff := cmp.Diff([]agent.Principal{alice.Principal, bob.Principal}, ps); diff != "" || err != nil {
+			t.Errorf("Instances(a) = %v (-want +got):\n%s", err, diff)
 		}
 	})
 	t.Run("AnAgentKeepsItsPolicyVersions", func(t *testing.T) {
@@ -195,36 +273,6 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 		t.Parallel()
 		s := open(t)
 		WorkingStateSurvivesARestart(t, func(*testing.T) agent.Store { return s }, func(agent.Store) {})
-	})
-	t.Run("ReviewsKeepOrderAndUpdateInPlace", func(t *testing.T) {
-		t.Parallel()
-		s := open(t)
-		ctx := t.Context()
-		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-		p := agent.Proposal{Op: agent.OpAdd, Rule: agent.Rule{Name: "r", When: "true", Action: agent.Forget,
-			Params: map[string]string{"subject": `"x"`}, Reason: "why"}, Justification: "j", Evidence: []string{"o1"}}
-		r1 := agent.Review{ID: "r1", Proposal: p, Status: agent.ReviewPending, Base: 1, Proposed: at}
-		r2 := r1
-		r2.ID = "r2"
-		for _, r := range []agent.Review{r1, r2} {
-			if err := s.SaveReview(ctx, "a", r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r1.Status, r1.Reviewer, r1.Reason, r1.Decided = agent.ReviewRejected, "bob", "no", at.Add(time.Minute)
-		if err := s.SaveReview(ctx, "a", r1); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Reviews(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff([]agent.Review{r1, r2}, got); diff != "" {
-			t.Errorf("Reviews(a) (-want +got):\n%s", diff)
-		}
-		if got, _ := s.Reviews(ctx, "b"); len(got) != 0 {
-			t.Errorf("Reviews(b) = %v, want none", got)
-		}
 	})
 	t.Run("PendingProposalSurvivesARestart", func(t *testing.T) {
 		t.Parallel()

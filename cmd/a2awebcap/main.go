@@ -200,12 +200,12 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	case "conformance":
 		exec = &agents.Conformance{}
 	case "notes", "runtime":
-		a, closeAgent, err := runtimeAgent(ctx, c, os.Getenv("A2AWEBCAP_LLM_API_KEY"))
+		h, closeAgent, err := runtimeHost(ctx, c, os.Getenv("A2AWEBCAP_LLM_API_KEY"))
 		if err != nil {
 			return err
 		}
 		defer closeAgent()
-		exec = agent.Executor(a)
+		exec = agent.Executor(h)
 	default:
 		return fmt.Errorf("-agent: unknown agent %q (want runtime, builtin, notes or conformance)", c.agent)
 	}
@@ -438,10 +438,10 @@ func runtimeName(c serveConfig) string {
 	return cmp.Or(c.name, "a2awebcap")
 }
 
-// runtimeAgent starts an agent of the runtime — notes, or runtime (the Assistant policy, with a
-// clock and, when c.llmURL is set, a language model called with apiKey) — its memory in the
-// SQLite file of the tasks when -db is one (in memory otherwise).
-func runtimeAgent(ctx context.Context, c serveConfig, apiKey string) (*agent.Agent, func(), error) {
+// runtimeHost serves an agent of the runtime — notes, or runtime (the Assistant policy, with a
+// clock and, when c.llmURL is set, a language model called with apiKey) — one instance per
+// principal, their memory in the SQLite file of the tasks when -db is one (in memory otherwise).
+func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host, func(), error) {
 	var store agent.Store = agent.NewMemoryStore()
 	closeStore := func() {}
 	if c.db != "memory" && !strings.Contains(c.db, "://") {
@@ -451,19 +451,19 @@ func runtimeAgent(ctx context.Context, c serveConfig, apiKey string) (*agent.Age
 		}
 		store, closeStore = st, func() { _ = st.Close() }
 	}
-	opts := &agent.Options{Policy: agent.Notes(), Store: store}
+	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes()}
 	if c.agent == "runtime" {
-		opts.Policy = agent.Assistant()
-		opts.Tools = map[string]agent.Tool{"clock": agent.Clock(nil)}
-		opts.ToolHelp = map[string]string{"clock": "the current time in UTC (RFC 3339); its input is ignored"}
+		def.Policy = agent.Assistant()
+		def.Tools = map[string]agent.Tool{"clock": agent.Clock(nil)}
+		def.ToolHelp = map[string]string{"clock": "the current time in UTC (RFC 3339); its input is ignored"}
 		if c.llmURL != "" {
-			opts.Model = llm.New(c.llmURL, c.llmModel, &llm.Options{APIKey: apiKey})
+			def.Model = llm.New(c.llmURL, c.llmModel, &llm.Options{APIKey: apiKey})
 		}
 	}
-	a, err := agent.New(ctx, runtimeName(c), opts)
+	h, err := agent.NewHost(def, &agent.HostOptions{Store: store})
 	if err != nil {
 		closeStore()
 		return nil, nil, err
 	}
-	return a, func() { _ = a.Close(); closeStore() }, nil
+	return h, func() { _ = h.Close(); closeStore() }, nil
 }

@@ -1,0 +1,325 @@
+package agent
+
+// Concurrency model of a Host. Host.mu guards live (the resident instances and their use
+// counts) and tasks (the turns in flight, by task ID). Loading an instance reads the store
+// outside the lock: the first acquirer loads it, later ones wait on its ready channel. The
+// janitor goroutine, started by NewHost and waited for by Close, evicts instances nobody uses:
+// refs counts the method calls and turns (parked ones included) using an instance, and an
+// instance is evicted only at zero, so never while a turn is in flight. Instances are closed
+// outside the lock.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+)
+
+// Definition is what an operator writes once and every principal's instance shares: the policy
+// template, the tools on offer, the model and read-only knowledge.
+type Definition struct {
+	// Name names the agent; instances are stored under it.
+	Name string
+	// Policy is the policy template: its axioms and limits bind every instance, its rules are
+	// version 1 of each new instance (which then keeps its own versions). Nil means no rules.
+	Policy *Policy
+	// Tools are the capabilities rules, and the model, may call; nil means none.
+	Tools map[string]Tool
+	// ToolHelp describes tools to the model, by name; nil means none.
+	ToolHelp map[string]string
+	// Model is the language model the Consult action asks; nil means none.
+	Model Model
+	// Knowledge is what the operator wants every instance to know: a read-only layer, visible
+	// in recall and in a model's working context as beliefs from the source "operator" (IDs
+	// k1, k2, …), which no instance can write, demote or forget. Nil means none.
+	Knowledge []Fact
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Fact is an item of a definition's read-only knowledge.
+type Fact struct {
+	Subject, Value string
+	// Reason says why every instance should know it; "" means "the operator's knowledge".
+	Reason string
+	// Confidence is in (0, 1]; zero means 1.
+	Confidence float64
+}
+
+// definition is a checked Definition.
+type definition struct {
+	name      string
+	policy    *Policy
+	tools     map[string]Tool
+	toolHelp  map[string]string
+	model     Model
+	now       func() time.Time
+	knowledge *knowledge
+}
+
+// HostOptions configure a Host. The zero value (or nil) is an in-memory store, no bound on model
+// calls, and the defaults below.
+type HostOptions struct {
+	// Store keeps every instance; nil means NewMemoryStore().
+	Store Store
+	// Limiter bounds concurrent model calls (share one between hosts to bound a whole server);
+	// nil means no bound.
+	Limiter *Limiter
+	// IdleTimeout evicts an instance nobody has used for that long (it loads again when next
+	// used); zero means 10 minutes, negative never.
+	IdleTimeout time.Duration
+	// ParkTimeout is how long a turn waits for the user's answer to a question an effect asked
+	// ([AskUser]) before it is abandoned; zero means one hour.
+	ParkTimeout time.Duration
+	// Mailbox is each instance's mailbox capacity; zero means 64.
+	Mailbox int
+}
+
+// Host serves a Definition to many principals, each with an instance of its own. See the
+// package doc.
+type Host struct {
+	def   *definition
+	store Store
+	opts  HostOptions
+
+	mu    sync.Mutex
+	live  map[Principal]*hostEntry
+	tasks map[string]*turn // turns in flight (or parked), by task
+	shut  bool
+
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+type hostEntry struct {
+	in    *instance
+	err   error
+	ready chan struct{} // closed once in or err is set
+	refs  int
+	used  time.Time
+}
+
+// NewHost checks def and returns a host for it. Instances load on first use.
+func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
+	if def == nil || def.Name == "" {
+		return nil, errors.New("agent: a definition needs a name")
+	}
+	var o HostOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Store == nil {
+		o.Store = NewMemoryStore()
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 10 * time.Minute
+	}
+	if o.ParkTimeout <= 0 {
+		o.ParkTimeout = time.Hour
+	}
+	if o.Mailbox <= 0 {
+		o.Mailbox = 64
+	}
+	pol := def.Policy
+	if pol == nil {
+		pol = &Policy{}
+	}
+	if _, err := compile(pol); err != nil {
+		return nil, err
+	}
+	d := &definition{name: def.Name, policy: pol.clone(), tools: maps.Clone(def.Tools), toolHelp: maps.Clone(def.ToolHelp),
+		model: def.Model, now: def.Now, knowledge: &knowledge{}}
+	if d.tools == nil {
+		d.tools = map[string]Tool{}
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	for i, f := range def.Knowledge {
+		if f.Subject == "" || f.Value == "" {
+			return nil, fmt.Errorf("agent: knowledge %d needs a subject and a value", i+1)
+		}
+		conf := f.Confidence
+		if conf <= 0 || conf > 1 {
+			conf = 1
+		}
+		b := Belief{ID: fmt.Sprintf("k%d", i+1), Subject: f.Subject, Value: f.Value, Confidence: conf, Status: StatusActive,
+			Provenance: Provenance{Source: Source{Kind: SourceOperator}, Reason: cmpOr(f.Reason, "the operator's knowledge")}}
+		d.knowledge.beliefs = append(d.knowledge.beliefs, b)
+		d.knowledge.terms = append(d.knowledge.terms, terms(b.Subject+" "+b.Value))
+	}
+	h := &Host{def: d, store: o.Store, opts: o, live: map[Principal]*hostEntry{}, tasks: map[string]*turn{},
+		quit: make(chan struct{}), done: make(chan struct{})}
+	go h.janitor()
+	return h, nil
+}
+
+// Name is the definition's name.
+func (h *Host) Name() string { return h.def.name }
+
+// Store is the host's store.
+func (h *Host) Store() Store { return h.store }
+
+// Instance returns the instance of principal p, loading it if it is not resident (so that a
+// store error shows here). The handle stays valid across evictions.
+func (h *Host) Instance(ctx context.Context, p Principal) (*Agent, error) {
+	e, err := h.acquire(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	h.release(e)
+	return &Agent{name: h.def.name, h: h, p: p}, nil
+}
+
+// Resident is how many instances are loaded.
+func (h *Host) Resident() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.live)
+}
+
+// Close evicts every instance (canceling their turns: a model call is canceled, a tool call runs
+// to its end) and stops the host. It is idempotent.
+func (h *Host) Close() error {
+	h.once.Do(func() {
+		close(h.quit)
+		<-h.done // the janitor
+		h.mu.Lock()
+		h.shut = true
+		entries := make([]*hostEntry, 0, len(h.live))
+		for _, e := range h.live {
+			entries = append(entries, e)
+		}
+		clear(h.live)
+		h.mu.Unlock()
+		for _, e := range entries {
+			<-e.ready
+			if e.in != nil {
+				e.in.close()
+			}
+		}
+	})
+	return nil
+}
+
+// Done is closed once Close has begun.
+func (h *Host) Done() <-chan struct{} { return h.quit }
+
+// acquire returns p's resident instance, loading it if needed, counted as in use until
+// release.
+func (h *Host) acquire(ctx context.Context, p Principal) (*hostEntry, error) {
+	h.mu.Lock()
+	if h.shut {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e := h.live[p]
+	if e != nil {
+		e.refs++
+		h.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			h.release(e)
+			return nil, ctx.Err()
+		}
+		if e.err != nil {
+			h.release(e)
+			return nil, e.err
+		}
+		return e, nil
+	}
+	e = &hostEntry{ready: make(chan struct{}), refs: 1}
+	h.live[p] = e
+	h.mu.Unlock()
+	e.in, e.err = load(context.WithoutCancel(ctx), h, Key{Agent: h.def.name, Principal: p})
+	if e.err != nil {
+		h.mu.Lock()
+		if h.live[p] == e {
+			delete(h.live, p)
+		}
+		h.mu.Unlock()
+	}
+	close(e.ready)
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e, nil
+}
+
+func (h *Host) release(e *hostEntry) {
+	h.mu.Lock()
+	e.refs--
+	e.used = time.Now()
+	h.mu.Unlock()
+}
+
+// janitor evicts idle instances until Close.
+func (h *Host) janitor() {
+	defer close(h.done)
+	if h.opts.IdleTimeout < 0 {
+		<-h.quit
+		return
+	}
+	tick := time.NewTicker(max(h.opts.IdleTimeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case now := <-tick.C:
+			h.evict(now.Add(-h.opts.IdleTimeout))
+		}
+	}
+}
+
+// evict closes the instances nobody has used since before.
+func (h *Host) evict(before time.Time) {
+	var idle []*instance
+	h.mu.Lock()
+	for p, e := range h.live {
+		if e.refs == 0 && e.in != nil && e.used.Before(before) {
+			idle = append(idle, e.in)
+			delete(h.live, p)
+		}
+	}
+	h.mu.Unlock()
+	for _, in := range idle {
+		in.close()
+	}
+}
+
+// ---- turns by task ----
+
+func (h *Host) addTask(t *turn) {
+	if t.ev.Context.Task == "" {
+		return
+	}
+	h.mu.Lock()
+	h.tasks[t.ev.Context.Task] = t
+	h.mu.Unlock()
+}
+
+func (h *Host) removeTask(t *turn) {
+	h.mu.Lock()
+	if h.tasks[t.ev.Context.Task] == t {
+		delete(h.tasks, t.ev.Context.Task)
+	}
+	h.mu.Unlock()
+}
+
+// cancelTask cancels the turn in flight for task, if p runs one. It reports whether there
+// was one.
+func (h *Host) cancelTask(p Principal, task string, cause error) bool {
+	h.mu.Lock()
+	t := h.tasks[task]
+	h.mu.Unlock()
+	if t == nil || t.in.key.Principal != p {
+		return false
+	}
+	t.cancel(cause)
+	return true
+}
