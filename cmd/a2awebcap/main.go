@@ -34,7 +34,6 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/llm"
-	"github.com/a2awebcap/a2awebcap/agent/sqlitestore"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
@@ -101,6 +100,7 @@ type serveConfig struct {
 	rateLimit                                                     float64
 	cardKey                                                       string
 	llmURL, llmModel                                              string
+	runtime                                                       runtimeConfig
 }
 
 func serve(args []string) error {
@@ -162,8 +162,12 @@ Flags (each can also be set by the environment variable shown):
 	c.tls.flags(fs)
 	c.quota.flags(fs)
 	c.limits.flags(fs)
+	c.runtime.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.runtime.envErr != nil {
+		return c, c.runtime.envErr
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
@@ -440,16 +444,12 @@ func runtimeName(c serveConfig) string {
 
 // runtimeHost serves an agent of the runtime — notes, or runtime (the Assistant policy, with a
 // clock and, when c.llmURL is set, a language model called with apiKey) — one instance per
-// principal, their memory in the SQLite file of the tasks when -db is one (in memory otherwise).
+// principal, their memory beside the tasks (the -db SQLite file or PostgreSQL database, or
+// memory).
 func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host, func(), error) {
-	var store agent.Store = agent.NewMemoryStore()
-	closeStore := func() {}
-	if c.db != "memory" && !strings.Contains(c.db, "://") {
-		st, err := sqlitestore.Open(ctx, c.db)
-		if err != nil {
-			return nil, nil, fmt.Errorf("the %s agent's memory: %w", c.agent, err)
-		}
-		store, closeStore = st, func() { _ = st.Close() }
+	store, closeStore, err := runtimeStore(ctx, c.db)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the %s agent's memory: %w", c.agent, err)
 	}
 	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes()}
 	if c.agent == "runtime" {
@@ -460,7 +460,11 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 			def.Model = llm.New(c.llmURL, c.llmModel, &llm.Options{APIKey: apiKey})
 		}
 	}
-	h, err := agent.NewHost(def, &agent.HostOptions{Store: store})
+	idle := c.runtime.idle
+	if idle == 0 {
+		idle = -1 // -idle-evict 0: never
+	}
+	h, err := agent.NewHost(def, &agent.HostOptions{Store: store, Limiter: c.runtime.limiter(), IdleTimeout: idle})
 	if err != nil {
 		closeStore()
 		return nil, nil, err

@@ -1,0 +1,421 @@
+// Package pgstore is the agent.Store in PostgreSQL, through pgx (github.com/jackc/pgx/v5,
+// pgxpool): every instance (agent, tenant, principal) with its observation log, beliefs, goals,
+// policy versions, working state, reviews, turn records and session documents, in tables of
+// their own (agent_*), so they can share a database, and a schema, with the task store
+// (store/postgres). A commit is one transaction; documents are stored as json.
+//
+// Open creates or migrates the tables (table agent_schema_version) in one transaction under an
+// advisory lock, so replicas starting together migrate once. Options.Schema puts them in a
+// schema of their own.
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+)
+
+// migrations[i] takes the agent tables from version i to i+1. Append only.
+var migrations = []string{
+	`
+CREATE TABLE agent_instances (
+	id        bigserial PRIMARY KEY,
+	agent     text   NOT NULL,
+	tenant    text   NOT NULL,
+	principal text   NOT NULL,
+	policy    integer NOT NULL DEFAULT 0,
+	UNIQUE (agent, tenant, principal)
+);
+CREATE TABLE agent_observations (
+	inst bigint NOT NULL REFERENCES agent_instances (id),
+	seq  bigint NOT NULL,
+	id   text   NOT NULL,
+	obs  json   NOT NULL,
+	PRIMARY KEY (inst, seq),
+	UNIQUE (inst, id)
+);
+CREATE TABLE agent_beliefs (
+	inst   bigint NOT NULL REFERENCES agent_instances (id),
+	id     text   NOT NULL,
+	ord    bigint NOT NULL,
+	belief json   NOT NULL,
+	PRIMARY KEY (inst, id)
+);
+CREATE TABLE agent_goals (
+	inst bigint NOT NULL REFERENCES agent_instances (id),
+	id   text   NOT NULL,
+	ord  bigint NOT NULL,
+	goal json   NOT NULL,
+	PRIMARY KEY (inst, id)
+);
+CREATE TABLE agent_reviews (
+	inst   bigint NOT NULL REFERENCES agent_instances (id),
+	id     text   NOT NULL,
+	ord    bigint NOT NULL,
+	review json   NOT NULL,
+	PRIMARY KEY (inst, id)
+);
+CREATE TABLE agent_policies (
+	inst    bigint  NOT NULL REFERENCES agent_instances (id),
+	version integer NOT NULL,
+	policy  json    NOT NULL,
+	PRIMARY KEY (inst, version)
+);
+CREATE TABLE agent_working (
+	inst  bigint NOT NULL PRIMARY KEY REFERENCES agent_instances (id),
+	state json   NOT NULL
+);
+CREATE TABLE agent_turns (
+	seq     bigserial PRIMARY KEY,
+	inst    bigint  NOT NULL REFERENCES agent_instances (id),
+	task    text    NOT NULL,
+	session text    NOT NULL,
+	number  integer NOT NULL,
+	turn    json    NOT NULL
+);
+CREATE INDEX agent_turns_session ON agent_turns (inst, session, number);
+CREATE INDEX agent_turns_task ON agent_turns (task);
+CREATE TABLE agent_sessions (
+	inst bigint NOT NULL REFERENCES agent_instances (id),
+	id   text   NOT NULL,
+	doc  json   NOT NULL,
+	PRIMARY KEY (inst, id)
+);
+`,
+}
+
+// Options tune Open. The zero value (or nil) is the default for each field.
+type Options struct {
+	// Schema, if set, is the PostgreSQL schema of the tables: Open creates it if missing, and it
+	// is the search_path of every connection. Default: the DSN's search_path (normally public).
+	Schema string
+	// MaxConns is the size of the connection pool. Default: the DSN's pool_max_conns, else
+	// pgxpool's default.
+	MaxConns int32
+}
+
+// Store is the agent.Store in PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ agent.Store = (*Store)(nil)
+
+// Open connects to the database of dsn (a postgres:// URL or key=value string, as pgx takes)
+// and creates or migrates the agent tables.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	if o.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	if err := migrate(ctx, pool, o.Schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "a2awebcap/agent:"+schema); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		if schema != "" {
+			ident := pgx.Identifier{schema}.Sanitize()
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident+`; SET LOCAL search_path TO `+ident); err != nil {
+				return fmt.Errorf("migrate: schema %s: %w", schema, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS agent_schema_version (version integer NOT NULL)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		var version int
+		switch err := tx.QueryRow(ctx, `SELECT version FROM agent_schema_version`).Scan(&version); {
+		case errors.Is(err, pgx.ErrNoRows):
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_schema_version (version) VALUES (0)`); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if version > len(migrations) {
+			return fmt.Errorf("migrate: the database has agent schema version %d, newer than this program's %d", version, len(migrations))
+		}
+		for v := version; v < len(migrations); v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate to agent schema version %d: %w", v+1, err)
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE agent_schema_version SET version = $1`, len(migrations))
+		return err
+	})
+}
+
+// Close closes the pool, waiting for the connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+const instanceID = `SELECT id FROM agent_instances WHERE agent = $1 AND tenant = $2 AND principal = $3`
+
+// Load implements agent.Store.
+func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error) {
+	snap := &agent.Snapshot{}
+	// REPEATABLE READ: every query sees the same commit.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT id, policy FROM agent_instances WHERE agent = $1 AND tenant = $2 AND principal = $3`,
+			key.Agent, key.Principal.Tenant, key.Principal.Name).Scan(&id, &snap.Current)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if snap.Observations, err = query[agent.Observation](ctx, tx, `SELECT obs FROM agent_observations WHERE inst = $1 ORDER BY seq`, id); err != nil {
+			return err
+		}
+		if snap.Beliefs, err = query[agent.Belief](ctx, tx, `SELECT belief FROM agent_beliefs WHERE inst = $1 ORDER BY ord`, id); err != nil {
+			return err
+		}
+		if snap.Goals, err = query[agent.Goal](ctx, tx, `SELECT goal FROM agent_goals WHERE inst = $1 ORDER BY ord`, id); err != nil {
+			return err
+		}
+		if snap.Reviews, err = query[agent.Review](ctx, tx, `SELECT review FROM agent_reviews WHERE inst = $1 ORDER BY ord`, id); err != nil {
+			return err
+		}
+		if snap.Policies, err = query[agent.PolicyVersion](ctx, tx, `SELECT policy FROM agent_policies WHERE inst = $1 ORDER BY version`, id); err != nil {
+			return err
+		}
+		ws, err := query[agent.WorkingState](ctx, tx, `SELECT state FROM agent_working WHERE inst = $1`, id)
+		if len(ws) > 0 {
+			snap.Working = ws[0]
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: load: %w", err)
+	}
+	return snap, nil
+}
+
+// errRefused carries an agent sentinel out of a transaction.
+type errRefused struct{ err error }
+
+func (e errRefused) Error() string { return e.err.Error() }
+func (e errRefused) Unwrap() error { return e.err }
+
+// Commit implements agent.Store.
+func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO agent_instances (agent, tenant, principal) VALUES ($1, $2, $3)
+			ON CONFLICT (agent, tenant, principal) DO UPDATE SET agent = excluded.agent RETURNING id`,
+			key.Agent, key.Principal.Tenant, key.Principal.Name).Scan(&id)
+		if err != nil {
+			return err
+		}
+		for _, o := range b.Observations {
+			tag, err := tx.Exec(ctx, `INSERT INTO agent_observations (inst, seq, id, obs) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+				id, o.Seq, o.ID, jsonOf(o))
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return errRefused{fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)}
+			}
+		}
+		for _, x := range b.Beliefs {
+			if err := upsert(ctx, tx, "agent_beliefs", "belief", id, x.ID, x); err != nil {
+				return err
+			}
+		}
+		for _, x := range b.Goals {
+			if err := upsert(ctx, tx, "agent_goals", "goal", id, x.ID, x); err != nil {
+				return err
+			}
+		}
+		for _, x := range b.Reviews {
+			if err := upsert(ctx, tx, "agent_reviews", "review", id, x.ID, x); err != nil {
+				return err
+			}
+		}
+		if b.Working != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_working (inst, state) VALUES ($1, $2)
+				ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, jsonOf(b.Working)); err != nil {
+				return err
+			}
+		}
+		for _, v := range b.Policies {
+			tag, err := tx.Exec(ctx, `INSERT INTO agent_policies (inst, version, policy) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+				id, v.Version, jsonOf(v))
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return errRefused{fmt.Errorf("%w: %d", agent.ErrDuplicatePolicy, v.Version)}
+			}
+		}
+		if b.Current > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE agent_instances SET policy = $1 WHERE id = $2`, b.Current, id); err != nil {
+				return err
+			}
+		}
+		if t := b.Turn; t != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES ($1, $2, $3, $4, $5)`,
+				id, t.Task, t.Session, t.Number, jsonOf(t)); err != nil {
+				return err
+			}
+		}
+		for _, d := range b.Sessions {
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_sessions (inst, id, doc) VALUES ($1, $2, $3)
+				ON CONFLICT (inst, id) DO UPDATE SET doc = excluded.doc`, id, d.ID, string(d.Doc)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var refused errRefused
+	if errors.As(err, &refused) {
+		return refused.err
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: commit: %w", err)
+	}
+	return nil
+}
+
+// upsert inserts or replaces item itemID of the instance in table, keeping its first order.
+// Commits of one instance are serialized by the instance, so max(ord)+1 is not raced.
+func upsert(ctx context.Context, tx pgx.Tx, table, col string, inst int64, itemID string, v any) error {
+	q := `INSERT INTO ` + table + ` (inst, id, ord, ` + col + `)
+		VALUES ($1, $2, (SELECT coalesce(max(ord), 0) + 1 FROM ` + table + ` WHERE inst = $1), $3)
+		ON CONFLICT (inst, id) DO UPDATE SET ` + col + ` = excluded.` + col
+	if _, err := tx.Exec(ctx, q, inst, itemID, jsonOf(v)); err != nil {
+		return fmt.Errorf("save %s: %w", itemID, err)
+	}
+	return nil
+}
+
+// LastTurn implements agent.Store.
+func (s *Store) LastTurn(ctx context.Context, key agent.Key, session string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(t.number), 0) FROM agent_turns t WHERE t.inst = (`+instanceID+`) AND t.session = $4`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, session).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: last turn: %w", err)
+	}
+	return n, nil
+}
+
+// Turns implements agent.Store.
+func (s *Store) Turns(ctx context.Context, key agent.Key, session string) ([]agent.TurnRecord, error) {
+	return query[agent.TurnRecord](ctx, s.pool, `SELECT turn FROM agent_turns WHERE inst = (`+instanceID+`) AND session = $4 ORDER BY number, seq`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, session)
+}
+
+// TurnByTask implements agent.Store.
+func (s *Store) TurnByTask(ctx context.Context, agentName, task string) (*agent.TurnRecord, agent.Key, error) {
+	var data []byte
+	var key agent.Key
+	err := s.pool.QueryRow(ctx, `SELECT t.turn, i.agent, i.tenant, i.principal FROM agent_turns t JOIN agent_instances i ON i.id = t.inst
+		WHERE t.task = $1 AND i.agent = $2 ORDER BY t.seq DESC LIMIT 1`, task, agentName).Scan(&data, &key.Agent, &key.Principal.Tenant, &key.Principal.Name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, agent.Key{}, nil
+	}
+	if err != nil {
+		return nil, agent.Key{}, fmt.Errorf("pgstore: turn by task: %w", err)
+	}
+	var rec agent.TurnRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, agent.Key{}, fmt.Errorf("pgstore: turn by task: %w", err)
+	}
+	return &rec, key, nil
+}
+
+// Session implements agent.Store.
+func (s *Store) Session(ctx context.Context, key agent.Key, id string) (json.RawMessage, error) {
+	var doc []byte
+	err := s.pool.QueryRow(ctx, `SELECT doc FROM agent_sessions WHERE inst = (`+instanceID+`) AND id = $4`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, id).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: session: %w", err)
+	}
+	return doc, nil
+}
+
+// Instances implements agent.Store.
+func (s *Store) Instances(ctx context.Context, agentName string) ([]agent.Principal, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant, principal FROM agent_instances WHERE agent = $1 ORDER BY id`, agentName)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: instances: %w", err)
+	}
+	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (agent.Principal, error) {
+		var p agent.Principal
+		err := r.Scan(&p.Tenant, &p.Name)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: instances: %w", err)
+	}
+	return ps, nil
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func query[T any](ctx context.Context, q querier, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) {
+		var data []byte
+		var v T
+		if err := r.Scan(&data); err != nil {
+			return v, err
+		}
+		return v, json.Unmarshal(data, &v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// jsonOf encodes v for a json column, as text (pgx sends a string as the column's text).
+func jsonOf(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("pgstore: encoding %T: %v", v, err)) // the agent's types always encode
+	}
+	return string(data)
+}
