@@ -5,9 +5,11 @@ package capnweb
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 )
 
 // rawJSON is an already-encoded expression (a recorded map instruction).
@@ -22,7 +24,13 @@ type Mapper struct {
 	captures []hook
 	capIdx   map[hook]int
 	err      error
+	done     atomic.Bool // Map has sent the mapper: its variables are placeholders no more
 }
+
+// recording counts the Map callbacks running, in any goroutine. While one runs, a call on a
+// stub (not a mapper variable) looks for mapper variables in its arguments (mapperOf): the
+// cost every other call pays is this load.
+var recording atomic.Int32
 
 // mapVarHook is a variable of the mapper being recorded: the input (0) or an instruction's
 // result (i > 0), or a capture (i < 0).
@@ -63,7 +71,8 @@ func (m *Mapper) setErr(err error) {
 }
 
 // Capture returns a stub for use inside the mapper: calls on it are recorded and run by the
-// peer against s. (Stubs used directly are captured automatically; Capture makes it explicit.)
+// peer against s, once per element. (A call on s itself is recorded too when its arguments
+// hold a mapper value; see Map. Capture also records the calls that hold none.)
 func (m *Mapper) Capture(s *Stub) *Stub {
 	defer runtime.KeepAlive(s)
 	h, err := s.hookRef()
@@ -92,6 +101,89 @@ func (m *Mapper) capture(h hook) int {
 	return i
 }
 
+// recordCall records a call on h, a stub that is not a variable of m, made inside the mapper
+// with m's variables among its arguments: h is captured and the call runs on the peer. It
+// takes ownership of args.
+func (m *Mapper) recordCall(h hook, path []any, args []any) hook {
+	return m.record(m.capture(h), path, args, true)
+}
+
+// mapperOf returns the mapper being recorded whose variables args hold, if any: a call with
+// such arguments belongs in the mapper (Map). It looks only while some mapper is recording.
+func mapperOf(args []any) *Mapper {
+	if recording.Load() == 0 {
+		return nil
+	}
+	var found *Mapper
+	eachRef(args, 0, func(h hook) bool {
+		if v, ok := h.(*mapVarHook); ok && !v.m.done.Load() {
+			found = v.m
+			return true
+		}
+		return false
+	})
+	return found
+}
+
+// eachRef calls fn with the hook of each stub and promise in v, where the encoder would find
+// them, until fn returns true.
+func eachRef(v any, depth int, fn func(hook) bool) bool {
+	if depth > maxEncodeDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, float64, string, int, int64, undefined, json.RawMessage, []byte:
+		return false
+	case *Stub:
+		h, err := x.hookRef()
+		return err == nil && fn(h)
+	case *Promise:
+		h, err := x.hookRef()
+		return err == nil && fn(h)
+	case []any:
+		for _, e := range x {
+			if eachRef(e, depth+1, fn) {
+				return true
+			}
+		}
+		return false
+	case map[string]any:
+		for _, e := range x {
+			if eachRef(e, depth+1, fn) {
+				return true
+			}
+		}
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !rv.IsNil() && eachRef(rv.Elem().Interface(), depth+1, fn)
+	case reflect.Slice, reflect.Array:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return false
+		}
+		for i := 0; i < rv.Len(); i++ {
+			if eachRef(rv.Index(i).Interface(), depth+1, fn) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := rv.MapRange(); it.Next(); {
+			if eachRef(it.Value().Interface(), depth+1, fn) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for _, f := range structFields(rv.Type()) {
+			if fv, ok := fieldByIndex(rv, f.index); ok && eachRef(fv.Interface(), depth+1, fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (m *Mapper) record(idx int, path []any, args []any, isCall bool) hook {
 	enc := encoder{m: m}
 	enc.b = append(enc.b, `["pipeline",`...)
@@ -113,6 +205,13 @@ func (m *Mapper) record(idx int, path []any, args []any, isCall bool) hook {
 // (the result is the array of results), to the value itself otherwise, and not at all when it
 // is null or undefined (the result is that value). fn's return value may contain the element,
 // promises from calls recorded in fn, and plain values.
+//
+// fn runs once, here, to record. A call on the element, or on a value recorded from it, is
+// recorded. So is a call on any other stub whose arguments hold the element or a recorded
+// value (api.Call("getUser", id)): the stub is captured, as with m.Capture, and the call runs
+// on the peer for each element. A call whose receiver and arguments hold neither is not
+// recorded: it is made once, when fn runs, like a call outside fn, and every element shares its
+// result (m.Capture(api).Call("f") makes it once per element instead).
 func (p *Promise) Map(fn func(m *Mapper, elem *Promise) any) *Promise {
 	defer runtime.KeepAlive(p)
 	h, err := p.hookRef()
@@ -120,7 +219,12 @@ func (p *Promise) Map(fn func(m *Mapper, elem *Promise) any) *Promise {
 		return newPromise(errorHook{err}, nil)
 	}
 	m := &Mapper{}
-	out := fn(m, newPromise(&mapVarHook{m: m, idx: 0}, nil))
+	recording.Add(1)
+	out := func() any {
+		defer recording.Add(-1)
+		return fn(m, newPromise(&mapVarHook{m: m, idx: 0}, nil))
+	}()
+	defer m.done.Store(true)
 	enc := encoder{m: m}
 	if err := enc.value(out, 0); err != nil {
 		m.setErr(err)

@@ -251,6 +251,9 @@ func callHook(h hook, path []any, args []any) *Promise {
 	if args == nil {
 		args = []any{}
 	}
+	if m := mapperOf(args); m != nil {
+		return newPromise(m.recordCall(h, path, args), nil)
+	}
 	if ih, ok := h.(*importHook); ok {
 		// A call on the peer encodes the arguments at once, taking references of its own to
 		// the stubs and promises in them: no need to copy them first. (Streams are handed
@@ -266,7 +269,7 @@ func callName(r *ref, name string, args []any) *Promise {
 	if err != nil {
 		return newPromise(errorHook{err}, nil)
 	}
-	if ih, ok := h.(*importHook); ok {
+	if ih, ok := h.(*importHook); ok && mapperOf(args) == nil {
 		if args == nil {
 			args = []any{}
 		}

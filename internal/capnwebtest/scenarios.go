@@ -209,6 +209,18 @@ func scenarioMap(t *testing.T, api *capnweb.Stub) {
 	if diff := cmp.Diff(want, Await[[]greeting](t, gs)); diff != "" {
 		t.Errorf("listUsers().map(...) (-want +got):\n%s", diff)
 	}
+	// A stub used directly inside the mapper, with the element as an argument, is captured:
+	// the call runs on the server for each element, as with m.Capture.
+	direct := api.Call("listIds").Map(func(m *capnweb.Mapper, id *capnweb.Promise) any {
+		return map[string]any{"id": id, "name": api.Call("getUserName", id)}
+	})
+	type idName struct {
+		ID   float64 `json:"id"`
+		Name string  `json:"name"`
+	}
+	if diff := cmp.Diff([]idName{{1, "user1"}, {2, "user2"}, {3, "user3"}}, Await[[]idName](t, direct)); diff != "" {
+		t.Errorf("listIds().map(id => ({id, name: api.getUserName(id)})) (-want +got):\n%s", diff)
+	}
 	null := api.Call("maybeNull").Map(func(m *capnweb.Mapper, x *capnweb.Promise) any {
 		return m.Capture(api).Call("getUserName", x)
 	})
