@@ -71,6 +71,9 @@ var (
 	// ErrBatchCallback: an HTTP batch server awaited a client callback, whose answer cannot
 	// arrive before the batch response is sent.
 	ErrBatchCallback = errors.New("capnweb: cannot await a client callback inside an HTTP batch")
+	// ErrBatchPending: an HTTP batch client passed a promise that had not settled when the
+	// batch was sent, so its value could not follow; the client sends this rejection instead.
+	ErrBatchPending = errors.New("capnweb: a promise passed in an HTTP batch had not settled when the batch was sent")
 )
 
 // abortError is a protocol violation or limit crossing that aborts a session. Its message goes
@@ -137,7 +140,8 @@ func defaultWireError(err error) *Error {
 		return &Error{Name: ae.name, Message: ae.msg}
 	}
 	switch {
-	case errors.Is(err, ErrSessionClosed), errors.Is(err, ErrReleased), errors.Is(err, ErrBatchCallback):
+	case errors.Is(err, ErrSessionClosed), errors.Is(err, ErrReleased), errors.Is(err, ErrBatchCallback),
+		errors.Is(err, ErrBatchPending):
 		return &Error{Name: "Error", Message: err.Error()}
 	}
 	return &Error{Name: "Error", Message: "internal error"}

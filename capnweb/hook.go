@@ -226,7 +226,7 @@ func tryPull(h hook) (v any, err error, ok bool) {
 		}
 		v, err := x.pull(context.Background())
 		return v, err, true
-	case errorHook, *localHook:
+	case errorHook, *localHook, *mapVarHook:
 		v, err := h.pull(context.Background())
 		return v, err, true
 	}

@@ -285,6 +285,9 @@ func (t *batchServerTransport) Receive(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// allReceived makes the transport a batchInput.
+func (t *batchServerTransport) allReceived() <-chan struct{} { return t.allIn }
+
 func (t *batchServerTransport) Close(error) error {
 	t.cOnce.Do(func() { close(t.closed) })
 	return nil
@@ -444,7 +447,10 @@ func Dial(ctx context.Context, url string, main any, opts *DialOptions) (*Sessio
 // NewBatchSession returns a session that sends its calls to url as one HTTP batch, posted when
 // the first promise is awaited; calls made before then ride in the same request (and pipeline).
 // The session ends with the response: later calls fail. Callbacks passed to the server can be
-// called by it within the batch, but their results never reach it. opts may be nil.
+// called by it within the batch, but their results never reach it. The request carries what
+// the server may wait for: the resolutions of promises passed in it (ErrBatchPending for one
+// still pending), and the content of ReadableStreams, read to their end as it is sent; a
+// WritableStream cannot be passed. opts may be nil.
 func NewBatchSession(url string, main any, opts *DialOptions) *Session {
 	var o DialOptions
 	if opts != nil {
@@ -473,6 +479,8 @@ type batchClientTransport struct {
 	header http.Header
 	client *http.Client
 	s      *Session
+
+	flush batchFlush // the session's, under its mu (batchflush.go)
 
 	mu     sync.Mutex
 	out    lines // the request

@@ -222,6 +222,7 @@ type exportEntry struct {
 	refs         int
 	pulling      bool
 	autoRelease  bool
+	answered     bool // a batch client's: its resolution is in the batch, or on its way there
 	pipeReadable *ReadableStream
 }
 
@@ -987,7 +988,12 @@ func (s *Session) answer(id int64, h hook, auto bool, blocking bool) {
 			return
 		}
 	}
-	s.sendResolution(id, v, err)
+	if s.batch != batchClient || s.claimAnswer(id) {
+		s.sendResolution(id, v, err)
+		if s.batch == batchClient {
+			s.answerQueued()
+		}
+	}
 	releaseValue(v)
 	h.release()
 	if auto {
@@ -1157,8 +1163,10 @@ func (h *importHook) pull(ctx context.Context) (any, error) {
 			return newStub(h.dup()), nil
 		}
 		if s.batch == batchServer {
+			// Only a resolution later in the same batch can come (a promise the client sent):
+			// wait for the rest of the batch to be read, no longer.
 			s.mu.Unlock()
-			return nil, ErrBatchCallback
+			return h.pullInBatch(ctx)
 		}
 		if !e.pulled && !e.gone {
 			e.pulled = true
@@ -1176,7 +1184,7 @@ func (h *importHook) pull(ctx context.Context) (any, error) {
 	s.mu.Unlock()
 	if r == nil {
 		if s.batch == batchClient {
-			s.flushBatch()
+			s.flushBatch(ctx)
 		}
 		yieldGate(ctx)
 		select {
@@ -1191,12 +1199,17 @@ func (h *importHook) pull(ctx context.Context) (any, error) {
 	return r.pull(ctx)
 }
 
-// flushBatch has a batch client's transport send the batch, once.
-// Every result still wanted is pulled: the batch is the only chance to receive it.
-func (s *Session) flushBatch() {
+// flushBatch has a batch client's transport send the batch, once, in the goroutine awaiting
+// a result with ctx. Every result still wanted is pulled: the batch is the only chance to
+// receive it. What the server may wait for goes in too (sealBatch): the resolution of every
+// promise sent, and the content of every stream.
+func (s *Session) flushBatch(ctx context.Context) {
 	f, _ := s.t.(batchFlusher)
 	if f != nil && f.flushed() {
 		return
+	}
+	if !s.sealBatch(ctx) {
+		return // another goroutine is sending it
 	}
 	s.mu.Lock()
 	for id, e := range s.imports {

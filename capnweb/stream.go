@@ -336,14 +336,22 @@ func (e *encoder) readable(rs *ReadableStream) error {
 	ent := &importEntry{id: id, remoteRefs: 1}
 	s.imports[id] = ent
 	ent.localRefs++
-	w := &WritableStream{remote: &importHook{s: s, e: ent}, fc: newFlowController()}
+	remote := &importHook{s: s, e: ent}
 	s.queueLocked([]byte(`["pipe"]`))
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		pumpStream(s.ctx, rs, w)
-	}()
+	if s.batch == batchClient {
+		// Written into the batch when it is sent (batchflush.go): it is the only chance.
+		f := s.batchFlush()
+		f.pumps = append(f.pumps, batchPump{rs: rs, w: remote})
+		s.mu.Unlock()
+	} else {
+		w := &WritableStream{remote: remote, fc: newFlowController()}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			pumpStream(s.ctx, rs, w)
+		}()
+	}
 	e.tag("readable")
 	e.b = appendInt(e.b, id)
 	e.b = append(e.b, ']')
@@ -541,6 +549,9 @@ func (e *encoder) writable(w *WritableStream) error {
 	}
 	if err := e.needSession("WritableStream"); err != nil {
 		return err
+	}
+	if e.s.batch == batchClient {
+		return errBatchWritable
 	}
 	id, err := e.s.exportHook(&sinkHook{w: w, s: e.s})
 	if err != nil {

@@ -167,6 +167,14 @@ func TestInteropGoBatchClientNodeServer(t *testing.T) {
 	counter.Release()
 }
 
+// TestInteropGoBatchClientNeverHangs: every call the Go batch client makes to the JS server
+// settles, even where the JS server would wait for what a batch cannot bring later (a promise's
+// resolution, a stream's content) — the JS client's own batches hang there.
+func TestInteropGoBatchClientNeverHangs(t *testing.T) {
+	port := startNodeServer(t)
+	capnwebtest.BatchNeverHangs(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+}
+
 // TestInteropBatchHTTPShape checks our batch server's HTTP answers against what the JS server
 // answers for the same bodies (curl probes in the goldens): status, body, no trailing newline.
 func TestInteropBatchHTTPShape(t *testing.T) {
@@ -178,6 +186,8 @@ func TestInteropBatchHTTPShape(t *testing.T) {
 		"no-pull":       `["push",["pipeline",0,["add"],[1,2]]]`,
 		"release":       `["push",["pipeline",0,["add"],[1,2]]]` + "\n" + `["pull",1]` + "\n" + `["release",1,1]`,
 		"returned-stub": `["push",["pipeline",0,["makeCounter"],[1]]]` + "\n" + `["pull",1]`,
+		// A promise the client sent, resolved later in the same batch.
+		"promise-arg": `["push",["pipeline",0,["add"],[["promise",-1],1]]]` + "\n" + `["pull",1]` + "\n" + `["resolve",-1,5]`,
 	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
