@@ -67,7 +67,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 		grpc.MaxRecvMsgSize(maxMsg),
 	}
 	s := grpc.NewServer(append(sopts, o.ServerOptions...)...)
-	a2agrpc.NewHandler(h).RegisterWith(s)
+	a2agrpc.NewHandler(pagedHandler{h}).RegisterWith(s)
 	if o.Serve03 {
 		a2agrpcv0.NewHandler(h).RegisterWith(s)
 	}
@@ -92,7 +92,7 @@ func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 		return nil, err
 	}
 	defer done()
-	return handler(ctx, req)
+	return withNextPageToken(ctx, info.FullMethod, req, handler)
 }
 
 func (g *grpcGuard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {

@@ -93,8 +93,8 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		required:     requiredExtensions(card),
 		supported:    []string{Version10},
 		jsonrpcV1:    a2asrv.NewJSONRPCHandler(inner, topts...),
-		restV1:       a2asrv.NewRESTHandler(inner, topts...),
-		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", inner, topts...),
+		restV1:       a2asrv.NewRESTHandler(pagedHandler{inner}, topts...),
+		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", pagedHandler{inner}, topts...),
 	}
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
@@ -373,6 +373,10 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		target = h.restTenant // strips and records the tenant segment
 	default:
 		writeRESTError(w, ctype, errNoRoute(r.Method, sub))
+		return
+	}
+	if r2, rerr = withRESTPage(r2, r2.URL.Path); rerr != nil {
+		writeRESTError(w, ctype, rerr)
 		return
 	}
 	rw := &restWriter{w: w, ctype: ctype}

@@ -49,6 +49,11 @@ type Options struct {
 	// deliveries with the events). Nil: configs are stored and their deliveries enqueued, but
 	// nothing here sends them.
 	Push Pusher
+	// PushConfigLimits bound the push configs a task, and a principal's unfinished tasks
+	// together, may have (see pushlimits.go). Zero fields mean the defaults,
+	// DefaultPushConfigsPerTask and DefaultPushConfigsPerPrincipal; a negative field means
+	// no limit.
+	PushConfigLimits store.PushLimits
 	// RingSize is how many recent events of a task are kept in memory for subscribers; older
 	// ones are read from the store. Zero means 256.
 	RingSize int
@@ -103,6 +108,7 @@ func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
 	if e.opts.RingSize <= 0 {
 		e.opts.RingSize = 256
 	}
+	e.opts.PushConfigLimits = pushLimits(e.opts.PushConfigLimits)
 	e.log = e.opts.Logger
 	if e.log == nil {
 		e.log = slog.Default()

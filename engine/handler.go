@@ -56,6 +56,11 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	}
 
 	if msg.TaskID == "" {
+		if req.Config != nil && req.Config.PushConfig != nil {
+			if err := e.checkPrincipalPushLimit(ctx, owner); err != nil {
+				return nil, owner, 0, err
+			}
+		}
 		id := a2a.NewTaskID()
 		if msg.ContextID == "" {
 			msg.ContextID = a2a.NewContextID()
@@ -101,12 +106,12 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 
 	// An inline push config is stored before the message is, so it gets the resumed run's events.
 	if cfg := inlinePushConfig(req, rec.Task.ID); cfg != nil {
-		if err := e.st.PutPushConfig(ctx, owner, cfg[0]); err != nil {
+		if err := e.st.PutPushConfig(ctx, owner, cfg[0], e.opts.PushConfigLimits); err != nil {
 			ts.mu.Lock()
 			ts.run = nil
 			ts.mu.Unlock()
 			e.release(ts)
-			return nil, owner, 0, e.storeErr(err)
+			return nil, owner, 0, e.putErr(err)
 		}
 	}
 	next := cloneRec(rec)
@@ -659,6 +664,9 @@ func (e *Engine) checkPushConfig(ctx context.Context, cfg *a2a.PushConfig) error
 	if cfg.URL == "" {
 		return fmt.Errorf("%w: url is required", a2a.ErrInvalidParams)
 	}
+	if err := checkPushFields(cfg); err != nil {
+		return err
+	}
 	if e.opts.Push != nil {
 		if err := e.opts.Push.CheckURL(ctx, cfg.URL); err != nil {
 			return fmt.Errorf("%w: push notification url refused: %w", a2a.ErrInvalidParams, err)
@@ -682,8 +690,8 @@ func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) 
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
 	}
-	if err := e.st.PutPushConfig(ctx, owner, &cfg); err != nil {
-		return nil, e.storeErr(err)
+	if err := e.st.PutPushConfig(ctx, owner, &cfg, e.opts.PushConfigLimits); err != nil {
+		return nil, e.putErr(err)
 	}
 	return &cfg, nil
 }
@@ -717,14 +725,11 @@ func (e *Engine) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushC
 	if err != nil {
 		return nil, err
 	}
-	cfgs, err := e.st.ListPushConfigs(ctx, owner, req.TaskID)
+	page, err := e.st.ListPushConfigs(ctx, owner, req.TaskID, store.PushConfigQuery{PageSize: req.PageSize, PageToken: req.PageToken})
 	if err != nil {
 		return nil, e.storeErr(err)
 	}
-	if cfgs == nil {
-		cfgs = []*a2a.PushConfig{}
-	}
-	return &a2a.ListTaskPushConfigResponse{Configs: cfgs}, nil
+	return &a2a.ListTaskPushConfigResponse{Configs: page.Configs, NextPageToken: page.NextPageToken}, nil
 }
 
 func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {

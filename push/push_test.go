@@ -263,7 +263,7 @@ func newFixture(t *testing.T, opts *push.Options) *fixture {
 func (f *fixture) config(t *testing.T, cfg *a2a.PushConfig) {
 	t.Helper()
 	cfg.TaskID = f.task.Task.ID
-	if err := f.st.PutPushConfig(t.Context(), store.Owner{}, cfg); err != nil {
+	if err := f.st.PutPushConfig(t.Context(), store.Owner{}, cfg, store.PushLimits{}); err != nil {
 		t.Fatal(err)
 	}
 }

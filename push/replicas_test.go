@@ -73,7 +73,7 @@ func TestReplicas(t *testing.T) {
 			if err := a.Create(t.Context(), task, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.PutPushConfig(t.Context(), store.Owner{}, &a2a.PushConfig{TaskID: task.Task.ID, ID: "c", URL: r.url()}); err != nil {
+			if err := a.PutPushConfig(t.Context(), store.Owner{}, &a2a.PushConfig{TaskID: task.Task.ID, ID: "c", URL: r.url()}, store.PushLimits{}); err != nil {
 				t.Fatal(err)
 			}
 			var ds []*push.Deliverer

@@ -24,6 +24,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -40,7 +41,49 @@ var (
 	// ErrInvalid: a malformed argument: a nil task or one without ID, a List page token that no
 	// List returned, a negative page size or event limit, a push config without ID.
 	ErrInvalid = errors.New("store: invalid argument")
+	// ErrLimit: PutPushConfig would create a push config past one of its PushLimits (the
+	// error is a *LimitError).
+	ErrLimit = errors.New("store: limit reached")
 )
+
+// PushLimits bound the push configs PutPushConfig may create. Zero (or negative) fields set
+// no limit. Replacing a config that exists (same task and ID) is never refused.
+type PushLimits struct {
+	// PerTask bounds the push configs of one task.
+	PerTask int
+	// PerOwner bounds the push configs of the owner's live tasks (those not in a terminal
+	// state: interrupted tasks count, since they may run again), together. Configs of
+	// finished tasks receive nothing more and do not count.
+	PerOwner int
+}
+
+// LimitError is the error of a PutPushConfig past a PushLimits limit. It wraps ErrLimit.
+type LimitError struct {
+	PerTask bool // PerTask was reached; else PerOwner was
+	Limit   int  // the limit reached
+}
+
+func (e *LimitError) Error() string {
+	if e.PerTask {
+		return fmt.Sprintf("store: the task has %d push configs, its limit", e.Limit)
+	}
+	return fmt.Sprintf("store: the owner's live tasks have %d push configs, their limit", e.Limit)
+}
+
+// Unwrap makes errors.Is(err, ErrLimit) hold.
+func (e *LimitError) Unwrap() error { return ErrLimit }
+
+// PushConfigQuery selects one page of a task's push configs.
+type PushConfigQuery struct {
+	PageSize  int    // 0 means 100; more than 100 means 100; negative: ErrInvalid
+	PageToken string // from a previous PushConfigPage; opaque; ErrInvalid if malformed
+}
+
+// PushConfigPage is one page of a task's push configs, ordered by ID (byte order).
+type PushConfigPage struct {
+	Configs       []*a2a.PushConfig // never nil
+	NextPageToken string            // "" on the last page
+}
 
 // Owner scopes every read and write: the tenant and the authenticated principal. The zero
 // Owner is the anonymous owner of an agent without authentication. Both fields are compared
@@ -112,7 +155,7 @@ type Store interface {
 	// sequence numbers start at 1, in one transaction. It sets t.Version to 1, t.LastSeq, and
 	// t.Created and t.Updated to now. ErrExists if the ID is taken. The task is owned by
 	// t.Owner; the Version, LastSeq, Created and Updated the caller passed are ignored. It
-	// also stores t.PushConfigs (ErrInvalid if one has no ID).
+	// also stores t.PushConfigs (ErrInvalid if one has no ID), checking no PushLimits.
 	Create(ctx context.Context, t *Task, events []a2a.Event) error
 
 	// Update replaces the task and appends events to its log, in one transaction, if the stored
@@ -144,13 +187,19 @@ type Store interface {
 
 	// PutPushConfig creates or replaces a push config of the owner's task (by cfg.TaskID and
 	// cfg.ID; cfg.ID must be set, else ErrInvalid). ErrNotFound if the task is not the owner's.
-	PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.PushConfig) error
+	// Creating one past a limit of lim writes nothing and returns a *LimitError (ErrLimit);
+	// the check and the write are one step, also against other processes on the store.
+	PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.PushConfig, lim PushLimits) error
 	// GetPushConfig returns one push config. ErrNotFound if absent or the task is not the
 	// owner's.
 	GetPushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) (*a2a.PushConfig, error)
-	// ListPushConfigs returns the task's push configs, ordered by ID (byte order); an empty
-	// slice if it has none. ErrNotFound if the task is not the owner's.
-	ListPushConfigs(ctx context.Context, owner Owner, task a2a.TaskID) ([]*a2a.PushConfig, error)
+	// ListPushConfigs returns a page of the task's push configs, ordered by ID (byte order).
+	// Page tokens are positions (the last ID returned): a config created between two pages
+	// is listed if its ID comes later. ErrNotFound if the task is not the owner's.
+	ListPushConfigs(ctx context.Context, owner Owner, task a2a.TaskID, q PushConfigQuery) (*PushConfigPage, error)
+	// CountPushConfigs returns how many push configs the owner's live tasks (not in a
+	// terminal state) have, together: what PushLimits.PerOwner bounds.
+	CountPushConfigs(ctx context.Context, owner Owner) (int, error)
 	// DeletePushConfig removes one push config. ErrNotFound if absent or the task is not the
 	// owner's.
 	DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error

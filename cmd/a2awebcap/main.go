@@ -231,7 +231,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		defer d.Close() // after the engine: deliveries its last writes enqueued are kept for the next start
 		pusher = d
 	}
-	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher})
+	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits()})
 	if n, err := eng.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering tasks: %w", err)
 	} else if n > 0 {

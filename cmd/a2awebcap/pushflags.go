@@ -7,7 +7,9 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/a2awebcap/a2awebcap/engine"
 	"github.com/a2awebcap/a2awebcap/push"
+	"github.com/a2awebcap/a2awebcap/store"
 )
 
 // pushConfig is where serve's push notifications may go (docs/push.md, docs/security.md).
@@ -16,16 +18,39 @@ type pushConfig struct {
 	allowHosts         []string
 	allowRaw, denyRaw  string
 	nat64Raw           string
+	// perTask and perPrincipal bound the push configs of a task and of a principal's
+	// unfinished tasks; 0: no limit.
+	perTask, perPrincipal int
+	envErr                error // a bad A2AWEBCAP_MAX_PUSH_CONFIGS_* value, unless its flag was given
 }
 
 func (p *pushConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&p.allowRaw, "push-allow", envOr("A2AWEBCAP_PUSH_ALLOW", ""), "comma-separated `CIDRs and host names` push notifications may be sent to although they are not public (e.g. 127.0.0.1/32 for a receiver on this host); by default only public addresses are (A2AWEBCAP_PUSH_ALLOW)")
 	fs.StringVar(&p.denyRaw, "push-deny", envOr("A2AWEBCAP_PUSH_DENY", ""), "comma-separated `CIDRs` push notifications are never sent to although public (e.g. this server's own public network); wins over -push-allow (A2AWEBCAP_PUSH_DENY)")
+	p.perTask, p.perPrincipal = engine.DefaultPushConfigsPerTask, engine.DefaultPushConfigsPerPrincipal
+	for _, e := range []struct {
+		env, flag, usage string
+		dst              *int
+	}{
+		{"A2AWEBCAP_MAX_PUSH_CONFIGS_PER_TASK", "max-push-configs-per-task", "push notification configs one task may have; 0: no limit", &p.perTask},
+		{"A2AWEBCAP_MAX_PUSH_CONFIGS_PER_PRINCIPAL", "max-push-configs-per-principal", "push notification configs one principal's unfinished tasks may have together (anonymous callers are one principal, and share it); 0: no limit", &p.perPrincipal},
+	} {
+		if v := envOr(e.env, ""); v != "" && p.envErr == nil {
+			p.envErr = intFlag(e.dst, e.env)(v)
+		}
+		fs.Func(e.flag, fmt.Sprintf("%s (default %d) (%s)", e.usage, *e.dst, e.env), func(v string) error {
+			p.envErr = nil
+			return intFlag(e.dst, "-"+e.flag)(v)
+		})
+	}
 	fs.StringVar(&p.nat64Raw, "push-nat64", envOr("A2AWEBCAP_PUSH_NAT64", ""), "comma-separated network-specific NAT64 `prefixes` (RFC 6052: /32, /40, /48, /56, /64 or /96) of this server's network: their addresses are judged by the IPv4 address they embed; 64:ff9b::/96 always is (A2AWEBCAP_PUSH_NAT64)")
 }
 
 // parse reads the flags' values.
 func (p *pushConfig) parse() error {
+	if p.envErr != nil {
+		return p.envErr
+	}
 	for _, a := range splitList(p.allowRaw) {
 		if pr, err := netip.ParsePrefix(a); err == nil {
 			p.allow = append(p.allow, pr.Masked())
@@ -60,6 +85,17 @@ func (p *pushConfig) parse() error {
 // options is the deliverer's configuration.
 func (p *pushConfig) options(log *slog.Logger) *push.Options {
 	return &push.Options{Allow: p.allow, AllowHosts: p.allowHosts, Deny: p.deny, NAT64: p.nat64, Logger: log}
+}
+
+// limits is the engine's form of the config limits: 0 (no limit) becomes negative.
+func (p *pushConfig) limits() store.PushLimits {
+	none := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	return store.PushLimits{PerTask: none(p.perTask), PerOwner: none(p.perPrincipal)}
 }
 
 func splitList(s string) []string {

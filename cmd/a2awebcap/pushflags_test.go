@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/a2awebcap/a2awebcap/push"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 )
@@ -55,5 +57,53 @@ func TestPushFlags(t *testing.T) {
 	}
 	if p := netip.MustParsePrefix("2a00:1:2:3::/64"); len(c.push.nat64) != 1 || c.push.nat64[0] != p {
 		t.Errorf("-push-nat64 gave %v, want [%s]", c.push.nat64, p)
+	}
+}
+
+// serve -max-push-configs-per-task 2 -max-push-configs-per-principal 3: the third config of a
+// task, and the fourth of a principal's unfinished tasks, are INVALID_PARAMS saying so; a
+// token with CR/LF is refused; the list pages.
+func TestServePushConfigLimits(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	cfg, err := parseServe([]string{"-addr", addr, "-db", "memory", "-agent", "builtin",
+		"-max-push-configs-per-task", "2", "-max-push-configs-per-principal", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := starter(t, cfg)()
+	t.Cleanup(func() { stop(); <-done })
+	c := sdkClient(t, addr)
+	ask := func() a2a.TaskID {
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("ask"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*a2a.Task).ID
+	}
+	create := func(task a2a.TaskID, id, token string) error {
+		_, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task, ID: id, URL: "https://example.com/" + id, Token: token})
+		return err
+	}
+	t1, t2 := ask(), ask()
+	for _, id := range []string{"a", "b"} {
+		if err := create(t1, id, "tok"); err != nil {
+			t.Fatalf("config %s: %v", id, err)
+		}
+	}
+	if err := create(t1, "c", ""); !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "per task") {
+		t.Errorf("a third config of a task: %v; want INVALID_PARAMS about the per-task limit", err)
+	}
+	if err := create(t2, "a", "tok\r\nX-Evil: 1"); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("a token with CR/LF: %v; want INVALID_PARAMS", err)
+	}
+	if err := create(t2, "a", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := create(t2, "b", ""); !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "per principal") {
+		t.Errorf("a fourth config of the principal: %v; want INVALID_PARAMS about the per-principal limit", err)
+	}
+	if _, err := parseServe([]string{"-max-push-configs-per-task", "-1"}); err == nil {
+		t.Error("-max-push-configs-per-task -1 was accepted")
 	}
 }

@@ -319,7 +319,7 @@ func (s *Store) Active(ctx context.Context) ([]*store.Task, error) {
 }
 
 // PutPushConfig implements store.Store.
-func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.PushConfig) error {
+func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.PushConfig, lim store.PushLimits) error {
 	if err := codec.Live(ctx); err != nil {
 		return err
 	}
@@ -336,11 +336,45 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 	if err != nil {
 		return fmt.Errorf("put push config: %w", err)
 	}
+	if _, exists := r.push[cfg.ID]; !exists {
+		perOwner := 0
+		if lim.PerOwner > 0 {
+			perOwner = s.countLocked(owner)
+		}
+		if err := codec.CheckPushLimits(lim, len(r.push), perOwner); err != nil {
+			return err
+		}
+	}
 	if r.push == nil {
 		r.push = make(map[string][]byte)
 	}
 	r.push[cfg.ID] = data
 	return nil
+}
+
+// countLocked counts the push configs of the owner's live tasks, visiting every task: the
+// memory store is for tests. s.mu must be held.
+func (s *Store) countLocked(owner store.Owner) int {
+	n := 0
+	for _, r := range s.tasks {
+		if r.owner == owner && !store.IsTerminal(r.state) {
+			n += len(r.push)
+		}
+	}
+	return n
+}
+
+// CountPushConfigs implements store.Store.
+func (s *Store) CountPushConfigs(ctx context.Context, owner store.Owner) (int, error) {
+	if err := codec.Live(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, errClosed
+	}
+	return s.countLocked(owner), nil
 }
 
 // GetPushConfig implements store.Store.
@@ -362,8 +396,12 @@ func (s *Store) GetPushConfig(ctx context.Context, owner store.Owner, task a2a.T
 }
 
 // ListPushConfigs implements store.Store.
-func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a.TaskID) ([]*a2a.PushConfig, error) {
+func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a.TaskID, q store.PushConfigQuery) (*store.PushConfigPage, error) {
 	if err := codec.Live(ctx); err != nil {
+		return nil, err
+	}
+	size, after, err := codec.PushPage(q)
+	if err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -374,9 +412,12 @@ func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a
 	}
 	ids := make([]string, 0, len(r.push))
 	for id := range r.push {
-		ids = append(ids, id)
+		if id > after {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
+	ids = ids[:min(len(ids), size+1)]
 	out := make([]*a2a.PushConfig, 0, len(ids))
 	for _, id := range ids {
 		cfg, err := codec.DecodePushConfig(r.push[id])
@@ -385,7 +426,7 @@ func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a
 		}
 		out = append(out, cfg)
 	}
-	return out, nil
+	return codec.PushPageOf(out, size), nil
 }
 
 // DeletePushConfig implements store.Store.

@@ -34,6 +34,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2awebcap/a2awebcap/store"
@@ -391,7 +392,7 @@ func (s *Store) Active(ctx context.Context) ([]*store.Task, error) {
 }
 
 // PutPushConfig implements store.Store.
-func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.PushConfig) error {
+func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.PushConfig, lim store.PushLimits) error {
 	if err := codec.Live(ctx); err != nil {
 		return err
 	}
@@ -402,18 +403,84 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO push_configs (task_id, id, config)
-		SELECT id, $2, $3 FROM tasks WHERE id = $1 AND tenant = $4 AND principal = $5
-		ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`,
-		string(cfg.TaskID), cfg.ID, data, owner.Tenant, owner.Principal)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrNotFound
+	put := func(ctx context.Context, q interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}) error {
+		tag, err := q.Exec(ctx, `
+			INSERT INTO push_configs (task_id, id, config)
+			SELECT id, $2, $3 FROM tasks WHERE id = $1 AND tenant = $4 AND principal = $5
+			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`,
+			string(cfg.TaskID), cfg.ID, data, owner.Tenant, owner.Principal)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	}
+	if lim.PerTask <= 0 && lim.PerOwner <= 0 {
+		err = put(ctx, s.pool)
+	} else {
+		// The owner's creations take turns (an advisory lock on the owner, for the
+		// transaction), so that two of them, also on two replicas, cannot both see room for one.
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('a2awebcap/push-configs'), hashtext($1 || '/' || $2))`,
+				owner.Tenant, owner.Principal); err != nil {
+				return err
+			}
+			var perTask, exists int
+			if err := tx.QueryRow(ctx, `
+				SELECT count(*), count(*) FILTER (WHERE p.id = $4) FROM tasks t JOIN push_configs p ON p.task_id = t.id
+				WHERE t.id = $1 AND t.tenant = $2 AND t.principal = $3`,
+				string(cfg.TaskID), owner.Tenant, owner.Principal, cfg.ID).Scan(&perTask, &exists); err != nil {
+				return err
+			}
+			if exists == 0 {
+				perOwner := 0
+				if lim.PerOwner > 0 {
+					var err error
+					if perOwner, err = countPushConfigs(ctx, tx, owner); err != nil {
+						return err
+					}
+				}
+				if err := codec.CheckPushLimits(lim, perTask, perOwner); err != nil {
+					return err
+				}
+			}
+			return put(ctx, tx)
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: put push config %s of task %s: %w", cfg.ID, cfg.TaskID, err)
 	}
 	return nil
+}
+
+// liveStates lists, as SQL, codec.LiveStates: the states whose tasks' push configs
+// PushLimits.PerOwner counts. An IN list lets the count seek the owner's live tasks in
+// tasks_owner_state instead of reading all the owner's tasks.
+var liveStates = codec.SQLList(codec.LiveStates)
+
+// countPushConfigs counts the push configs of the owner's live tasks.
+func countPushConfigs(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, owner store.Owner) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `
+		SELECT count(*) FROM tasks t JOIN push_configs p ON p.task_id = t.id
+		WHERE t.tenant = $1 AND t.principal = $2 AND t.state IN (`+liveStates+`)`,
+		owner.Tenant, owner.Principal).Scan(&n)
+	return n, err
+}
+
+// CountPushConfigs implements store.Store.
+func (s *Store) CountPushConfigs(ctx context.Context, owner store.Owner) (int, error) {
+	if err := codec.Live(ctx); err != nil {
+		return 0, err
+	}
+	n, err := countPushConfigs(ctx, s.pool, owner)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: count push configs: %w", err)
+	}
+	return n, nil
 }
 
 // GetPushConfig implements store.Store.
@@ -436,16 +503,20 @@ func (s *Store) GetPushConfig(ctx context.Context, owner store.Owner, task a2a.T
 }
 
 // ListPushConfigs implements store.Store.
-func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a.TaskID) ([]*a2a.PushConfig, error) {
+func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a.TaskID, q store.PushConfigQuery) (*store.PushConfigPage, error) {
 	if err := codec.Live(ctx); err != nil {
 		return nil, err
 	}
-	// The LEFT JOIN gives one row with a NULL config for an owned task without configs, and
-	// no row for a task that is not the owner's.
+	size, after, err := codec.PushPage(q)
+	if err != nil {
+		return nil, err
+	}
+	// The LEFT JOIN gives one row with a NULL config for an owned task without configs (after
+	// the token), and no row for a task that is not the owner's.
 	rows, err := s.pool.Query(ctx, `
-		SELECT p.config FROM tasks t LEFT JOIN push_configs p ON p.task_id = t.id
-		WHERE t.id = $1 AND t.tenant = $2 AND t.principal = $3 ORDER BY p.id`,
-		string(task), owner.Tenant, owner.Principal)
+		SELECT p.config FROM tasks t LEFT JOIN push_configs p ON p.task_id = t.id AND p.id > $4
+		WHERE t.id = $1 AND t.tenant = $2 AND t.principal = $3 ORDER BY p.id LIMIT $5`,
+		string(task), owner.Tenant, owner.Principal, after, size+1)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list push configs of task %s: %w", task, err)
 	}
@@ -472,7 +543,7 @@ func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a
 	if !found {
 		return nil, fmt.Errorf("postgres: list push configs of task %s: %w", task, store.ErrNotFound)
 	}
-	return out, nil
+	return codec.PushPageOf(out, size), nil
 }
 
 // DeletePushConfig implements store.Store.

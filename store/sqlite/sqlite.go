@@ -702,8 +702,9 @@ func (s *Store) Active(ctx context.Context) ([]*store.Task, error) {
 	return out, nil
 }
 
-// PutPushConfig implements store.Store.
-func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.PushConfig) error {
+// PutPushConfig implements store.Store. The limits are checked in the write transaction,
+// which SQLite runs one at a time, also across processes.
+func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.PushConfig, lim store.PushLimits) error {
 	if err := codec.CheckPushConfig(cfg); err != nil {
 		return err
 	}
@@ -713,6 +714,27 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
+		if lim.PerTask > 0 || lim.PerOwner > 0 {
+			var exists, perTask int
+			err := tx.QueryRowContext(ctx, `
+				SELECT count(*), coalesce(sum(p.id = ?), 0) FROM tasks t JOIN push_configs p ON p.task_id = t.id
+				WHERE t.id = ? AND t.tenant = ? AND t.principal = ?`,
+				cfg.ID, string(cfg.TaskID), owner.Tenant, owner.Principal).Scan(&perTask, &exists)
+			if err != nil {
+				return err
+			}
+			if exists == 0 {
+				perOwner := 0
+				if lim.PerOwner > 0 {
+					if perOwner, err = countPushConfigs(ctx, tx, owner); err != nil {
+						return err
+					}
+				}
+				if err := codec.CheckPushLimits(lim, perTask, perOwner); err != nil {
+					return err
+				}
+			}
+		}
 		res, err := tx.ExecContext(ctx, `
 			INSERT INTO push_configs (task_id, id, config)
 			SELECT id, ?, ? FROM tasks WHERE id = ? AND tenant = ? AND principal = ?
@@ -732,6 +754,38 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 		return fmt.Errorf("sqlite: put push config %s of task %s: %w", cfg.ID, cfg.TaskID, err)
 	}
 	return nil
+}
+
+// liveStates lists, as SQL, codec.LiveStates: the states whose tasks' push configs
+// PushLimits.PerOwner counts. An IN list lets the count seek the owner's live tasks in
+// tasks_owner_state instead of reading all the owner's tasks.
+var liveStates = codec.SQLList(codec.LiveStates)
+
+// queryer is what countPushConfigs needs of a *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// countPushConfigs counts the push configs of the owner's live tasks.
+func countPushConfigs(ctx context.Context, q queryer, owner store.Owner) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `
+		SELECT count(*) FROM tasks t JOIN push_configs p ON p.task_id = t.id
+		WHERE t.tenant = ? AND t.principal = ? AND t.state IN (`+liveStates+`)`,
+		owner.Tenant, owner.Principal).Scan(&n)
+	return n, err
+}
+
+// CountPushConfigs implements store.Store.
+func (s *Store) CountPushConfigs(ctx context.Context, owner store.Owner) (int, error) {
+	if err := codec.Live(ctx); err != nil {
+		return 0, err
+	}
+	n, err := countPushConfigs(ctx, s.r, owner)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: count push configs: %w", err)
+	}
+	return n, nil
 }
 
 // GetPushConfig implements store.Store.
@@ -754,16 +808,20 @@ func (s *Store) GetPushConfig(ctx context.Context, owner store.Owner, task a2a.T
 }
 
 // ListPushConfigs implements store.Store.
-func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a.TaskID) ([]*a2a.PushConfig, error) {
+func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a.TaskID, q store.PushConfigQuery) (*store.PushConfigPage, error) {
 	if err := codec.Live(ctx); err != nil {
 		return nil, err
 	}
-	// The LEFT JOIN gives one row with a NULL config for an owned task without configs, and
-	// no row for a task that is not the owner's.
+	size, after, err := codec.PushPage(q)
+	if err != nil {
+		return nil, err
+	}
+	// The LEFT JOIN gives one row with a NULL config for an owned task without configs (after
+	// the token), and no row for a task that is not the owner's.
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT p.config FROM tasks t LEFT JOIN push_configs p ON p.task_id = t.id
-		WHERE t.id = ? AND t.tenant = ? AND t.principal = ? ORDER BY p.id`,
-		string(task), owner.Tenant, owner.Principal)
+		SELECT p.config FROM tasks t LEFT JOIN push_configs p ON p.task_id = t.id AND p.id > ?
+		WHERE t.id = ? AND t.tenant = ? AND t.principal = ? ORDER BY p.id LIMIT ?`,
+		after, string(task), owner.Tenant, owner.Principal, size+1)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list push configs of task %s: %w", task, err)
 	}
@@ -790,7 +848,7 @@ func (s *Store) ListPushConfigs(ctx context.Context, owner store.Owner, task a2a
 	if !found {
 		return nil, fmt.Errorf("sqlite: list push configs of task %s: %w", task, store.ErrNotFound)
 	}
-	return out, nil
+	return codec.PushPageOf(out, size), nil
 }
 
 // DeletePushConfig implements store.Store.

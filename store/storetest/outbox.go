@@ -46,7 +46,7 @@ func testOutbox(t *testing.T, s store.Store) {
 		Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "secret"}}
 	cfgB := &a2a.PushConfig{TaskID: task.Task.ID, ID: "b", URL: "https://example.com/b"}
 	for _, cfg := range []*a2a.PushConfig{cfgA, cfgB} {
-		if err := s.PutPushConfig(ctx, alice, cfg); err != nil {
+		if err := s.PutPushConfig(ctx, alice, cfg, store.PushLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +134,7 @@ func testOutbox(t *testing.T, s store.Store) {
 func testConcurrentClaims(t *testing.T, s store.Store) {
 	const n = 40
 	task := create(t, s, alice, "ctx", a2a.TaskStateWorking)
-	if err := s.PutPushConfig(t.Context(), alice, &a2a.PushConfig{TaskID: task.Task.ID, ID: "c", URL: "https://example.com"}); err != nil {
+	if err := s.PutPushConfig(t.Context(), alice, &a2a.PushConfig{TaskID: task.Task.ID, ID: "c", URL: "https://example.com"}, store.PushLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	var evs []a2a.Event
@@ -204,7 +204,7 @@ func testCreateWithPushConfigs(t *testing.T, s store.Store) {
 	if err := s.Create(ctx, task, evs); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.ListPushConfigs(ctx, alice, base.ID)
+	list, err := listConfigs(ctx, s, alice, base.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListBadToken", testListBadToken},
 		{"Active", testActive},
 		{"PushConfigs", testPushConfigs},
+		{"PushConfigPages", testPushConfigPages},
+		{"PushLimits", testPushLimits},
+		{"ConcurrentPushLimits", testConcurrentPushLimits},
 		{"Outbox", testOutbox},
 		{"CreateWithPushConfigs", testCreateWithPushConfigs},
 		{"ConcurrentClaims", testConcurrentClaims},
@@ -197,9 +200,9 @@ func testInvalid(t *testing.T, s store.Store) {
 		}},
 		{"Events negative limit", func() error { _, err := s.Events(ctx, alice, task.Task.ID, 0, -1); return err }},
 		{"List negative page size", func() error { _, err := s.List(ctx, alice, store.ListQuery{PageSize: -1}); return err }},
-		{"PutPushConfig nil", func() error { return s.PutPushConfig(ctx, alice, nil) }},
+		{"PutPushConfig nil", func() error { return s.PutPushConfig(ctx, alice, nil, store.PushLimits{}) }},
 		{"PutPushConfig without ID", func() error {
-			return s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: task.Task.ID, URL: "https://example.com"})
+			return s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: task.Task.ID, URL: "https://example.com"}, store.PushLimits{})
 		}},
 	}
 	for _, c := range cases {
@@ -412,7 +415,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	task := create(t, s, alice, "ctx", a2a.TaskStateWorking, statusEvent(newTask("x", "c", ""), a2a.TaskStateWorking, "1"))
 	cfg := &a2a.PushConfig{TaskID: task.Task.ID, ID: "cfg", URL: "https://example.com/hook"}
-	if err := s.PutPushConfig(ctx, alice, cfg); err != nil {
+	if err := s.PutPushConfig(ctx, alice, cfg, store.PushLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	want := get(t, s, alice, task.Task.ID)
@@ -438,13 +441,13 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 		if err != nil || len(res.Tasks) != 0 {
 			t.Errorf("%s: List by context gives %d tasks, %v; want none", name, len(res.Tasks), err)
 		}
-		err = s.PutPushConfig(ctx, other, &a2a.PushConfig{TaskID: task.Task.ID, ID: "cfg", URL: "https://evil.example/"})
+		err = s.PutPushConfig(ctx, other, &a2a.PushConfig{TaskID: task.Task.ID, ID: "cfg", URL: "https://evil.example/"}, store.PushLimits{})
 		wantErr(t, name+": PutPushConfig", err, store.ErrNotFound)
-		err = s.PutPushConfig(ctx, other, &a2a.PushConfig{TaskID: task.Task.ID, ID: "new", URL: "https://evil.example/"})
+		err = s.PutPushConfig(ctx, other, &a2a.PushConfig{TaskID: task.Task.ID, ID: "new", URL: "https://evil.example/"}, store.PushLimits{})
 		wantErr(t, name+": PutPushConfig of a new ID", err, store.ErrNotFound)
 		_, err = s.GetPushConfig(ctx, other, task.Task.ID, "cfg")
 		wantErr(t, name+": GetPushConfig", err, store.ErrNotFound)
-		_, err = s.ListPushConfigs(ctx, other, task.Task.ID)
+		_, err = listConfigs(ctx, s, other, task.Task.ID)
 		wantErr(t, name+": ListPushConfigs", err, store.ErrNotFound)
 		err = s.DeletePushConfig(ctx, other, task.Task.ID, "cfg")
 		wantErr(t, name+": DeletePushConfig", err, store.ErrNotFound)
@@ -454,7 +457,7 @@ func testOwnerScoping(t *testing.T, s store.Store) {
 	if evs := events(t, s, alice, task.Task.ID); len(evs) != 1 {
 		t.Errorf("%d events after the others' calls, want 1", len(evs))
 	}
-	cfgs, err := s.ListPushConfigs(ctx, alice, task.Task.ID)
+	cfgs, err := listConfigs(ctx, s, alice, task.Task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -832,7 +835,7 @@ func testPushConfigs(t *testing.T, s store.Store) {
 		Tenant: "t1", Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "secret"}}
 	cfgA := &a2a.PushConfig{TaskID: task.Task.ID, ID: "a", URL: "https://example.com/a"}
 	for _, cfg := range []*a2a.PushConfig{cfgB, cfgA} {
-		if err := s.PutPushConfig(ctx, alice, cfg); err != nil {
+		if err := s.PutPushConfig(ctx, alice, cfg, store.PushLimits{}); err != nil {
 			t.Fatalf("PutPushConfig(%s): %v", cfg.ID, err)
 		}
 	}
@@ -842,7 +845,7 @@ func testPushConfigs(t *testing.T, s store.Store) {
 	}
 	diff(t, "GetPushConfig", cfgB, got)
 	got.URL = "changed" // a copy
-	list, err := s.ListPushConfigs(ctx, alice, task.Task.ID)
+	list, err := listConfigs(ctx, s, alice, task.Task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -850,7 +853,7 @@ func testPushConfigs(t *testing.T, s store.Store) {
 
 	// Put replaces.
 	cfgA2 := &a2a.PushConfig{TaskID: task.Task.ID, ID: "a", URL: "https://example.com/a2", Token: "new"}
-	if err := s.PutPushConfig(ctx, alice, cfgA2); err != nil {
+	if err := s.PutPushConfig(ctx, alice, cfgA2, store.PushLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.GetPushConfig(ctx, alice, task.Task.ID, "a"); err != nil {
@@ -860,7 +863,7 @@ func testPushConfigs(t *testing.T, s store.Store) {
 	}
 
 	// Configs belong to their task.
-	if list, err := s.ListPushConfigs(ctx, alice, other.Task.ID); err != nil || len(list) != 0 {
+	if list, err := listConfigs(ctx, s, alice, other.Task.ID); err != nil || len(list) != 0 {
 		t.Errorf("ListPushConfigs of a task without configs: %v, %v; want empty", list, err)
 	}
 	_, err = s.GetPushConfig(ctx, alice, other.Task.ID, "a")
@@ -874,7 +877,7 @@ func testPushConfigs(t *testing.T, s store.Store) {
 	_, err = s.GetPushConfig(ctx, alice, task.Task.ID, "a")
 	wantErr(t, "GetPushConfig after Delete", err, store.ErrNotFound)
 	wantErr(t, "second DeletePushConfig", s.DeletePushConfig(ctx, alice, task.Task.ID, "a"), store.ErrNotFound)
-	list, err = s.ListPushConfigs(ctx, alice, task.Task.ID)
+	list, err = listConfigs(ctx, s, alice, task.Task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -884,8 +887,8 @@ func testPushConfigs(t *testing.T, s store.Store) {
 	_, err = s.GetPushConfig(ctx, alice, task.Task.ID, "zzz")
 	wantErr(t, "GetPushConfig of a missing ID", err, store.ErrNotFound)
 	wantErr(t, "PutPushConfig of a missing task",
-		s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: "no-such-task", ID: "a", URL: "https://example.com"}), store.ErrNotFound)
-	_, err = s.ListPushConfigs(ctx, alice, "no-such-task")
+		s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: "no-such-task", ID: "a", URL: "https://example.com"}, store.PushLimits{}), store.ErrNotFound)
+	_, err = listConfigs(ctx, s, alice, "no-such-task")
 	wantErr(t, "ListPushConfigs of a missing task", err, store.ErrNotFound)
 	_, err = s.GetPushConfig(ctx, alice, "no-such-task", "a")
 	wantErr(t, "GetPushConfig of a missing task", err, store.ErrNotFound)
@@ -895,7 +898,7 @@ func testPushConfigs(t *testing.T, s store.Store) {
 	if err := s.Update(ctx, task, nil); err != nil {
 		t.Fatal(err)
 	}
-	if list, err := s.ListPushConfigs(ctx, alice, task.Task.ID); err != nil || len(list) != 1 {
+	if list, err := listConfigs(ctx, s, alice, task.Task.ID); err != nil || len(list) != 1 {
 		t.Errorf("ListPushConfigs after an Update: %v, %v", list, err)
 	}
 }
@@ -1217,7 +1220,7 @@ func randomText(n int, seed uint64) []byte {
 
 func testContextCanceled(t *testing.T, s store.Store) {
 	existing := create(t, s, alice, "ctx", a2a.TaskStateWorking)
-	if err := s.PutPushConfig(t.Context(), alice, &a2a.PushConfig{TaskID: existing.Task.ID, ID: "a", URL: "https://example.com"}); err != nil {
+	if err := s.PutPushConfig(t.Context(), alice, &a2a.PushConfig{TaskID: existing.Task.ID, ID: "a", URL: "https://example.com"}, store.PushLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -1242,10 +1245,10 @@ func testContextCanceled(t *testing.T, s store.Store) {
 			{"Events", func() error { _, err := s.Events(ctx, alice, existing.Task.ID, 0, 0); return err }},
 			{"Active", func() error { _, err := s.Active(ctx); return err }},
 			{"PutPushConfig", func() error {
-				return s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: existing.Task.ID, ID: "b", URL: "https://example.com"})
+				return s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: existing.Task.ID, ID: "b", URL: "https://example.com"}, store.PushLimits{})
 			}},
 			{"GetPushConfig", func() error { _, err := s.GetPushConfig(ctx, alice, existing.Task.ID, "a"); return err }},
-			{"ListPushConfigs", func() error { _, err := s.ListPushConfigs(ctx, alice, existing.Task.ID); return err }},
+			{"ListPushConfigs", func() error { _, err := listConfigs(ctx, s, alice, existing.Task.ID); return err }},
 			{"DeletePushConfig", func() error { return s.DeletePushConfig(ctx, alice, existing.Task.ID, "a") }},
 		}
 		for _, call := range calls {
@@ -1257,7 +1260,7 @@ func testContextCanceled(t *testing.T, s store.Store) {
 	if got := get(t, s, alice, existing.Task.ID); got.Version != 1 {
 		t.Errorf("Update with a done context wrote version %d", got.Version)
 	}
-	if cfgs, err := s.ListPushConfigs(t.Context(), alice, existing.Task.ID); err != nil || len(cfgs) != 1 {
+	if cfgs, err := listConfigs(t.Context(), s, alice, existing.Task.ID); err != nil || len(cfgs) != 1 {
 		t.Errorf("push configs after calls with a done context: %v, %v; want the one", cfgs, err)
 	}
 }
@@ -1277,4 +1280,13 @@ func testClose(t *testing.T, s store.Store) {
 		t.Error("Active after Close succeeded")
 	}
 	_ = s.Close() // harmless
+}
+
+// listConfigs returns the first page of a task's push configs (every one, for fewer than 100).
+func listConfigs(ctx context.Context, s store.Store, owner store.Owner, task a2a.TaskID) ([]*a2a.PushConfig, error) {
+	p, err := s.ListPushConfigs(ctx, owner, task, store.PushConfigQuery{})
+	if err != nil {
+		return nil, err
+	}
+	return p.Configs, nil
 }

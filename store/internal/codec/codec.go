@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -267,6 +268,84 @@ func EncodePushConfigs(t *store.Task) (ids []string, encoded [][]byte, err error
 func CheckClaim(limit int) error {
 	if limit <= 0 {
 		return fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalid, limit)
+	}
+	return nil
+}
+
+// Page sizes of PushConfigQuery.
+const (
+	DefaultPushPageSize = 100
+	MaxPushPageSize     = 100
+)
+
+// PushPage reads a PushConfigQuery: the page size (100 for 0, at most 100) and the ID the page
+// starts after ("" for the first page). ErrInvalid for a negative size or a malformed token.
+func PushPage(q store.PushConfigQuery) (size int, after string, err error) {
+	switch {
+	case q.PageSize < 0:
+		return 0, "", fmt.Errorf("%w: page size %d", store.ErrInvalid, q.PageSize)
+	case q.PageSize == 0:
+		size = DefaultPushPageSize
+	default:
+		size = min(q.PageSize, MaxPushPageSize)
+	}
+	if q.PageToken == "" {
+		return size, "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(q.PageToken)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+	}
+	after, ok := strings.CutPrefix(string(raw), pushTokenPrefix)
+	// A real position is a stored ID: valid UTF-8 without NUL, which PostgreSQL could not hold.
+	if !ok || after == "" || !utf8.ValidString(after) || strings.IndexByte(after, 0) >= 0 {
+		return 0, "", fmt.Errorf("%w: malformed page token", store.ErrInvalid)
+	}
+	return size, after, nil
+}
+
+const pushTokenPrefix = "p1."
+
+// PushPageOf makes the page of configs read for a PushConfigQuery of the given size: configs
+// holds up to size+1 of them, in ID order, the one past the page only telling that there is a
+// next page.
+func PushPageOf(configs []*a2a.PushConfig, size int) *store.PushConfigPage {
+	p := &store.PushConfigPage{Configs: configs}
+	if p.Configs == nil {
+		p.Configs = []*a2a.PushConfig{}
+	}
+	if len(configs) > size {
+		p.Configs = configs[:size]
+		p.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(pushTokenPrefix + configs[size-1].ID))
+	}
+	return p
+}
+
+// LiveStates are the states of the tasks whose push configs PushLimits.PerOwner counts: every
+// state but the terminal ones.
+var LiveStates = []a2a.TaskState{
+	a2a.TaskStateUnspecified, a2a.TaskStateSubmitted, a2a.TaskStateWorking,
+	a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+}
+
+// SQLList is states as an SQL list of string literals: 'A', 'B'. The states are this
+// package's constants, which hold no quote.
+func SQLList(states []a2a.TaskState) string {
+	var quoted []string
+	for _, st := range states {
+		quoted = append(quoted, "'"+string(st)+"'")
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// CheckPushLimits returns the *store.LimitError of creating one more push config on a task
+// that has perTask of them, for an owner whose live tasks have perOwner, or nil.
+func CheckPushLimits(lim store.PushLimits, perTask, perOwner int) error {
+	switch {
+	case lim.PerTask > 0 && perTask >= lim.PerTask:
+		return &store.LimitError{PerTask: true, Limit: lim.PerTask}
+	case lim.PerOwner > 0 && perOwner >= lim.PerOwner:
+		return &store.LimitError{Limit: lim.PerOwner}
 	}
 	return nil
 }
