@@ -380,6 +380,7 @@ func (s *agentSession) DeleteTaskPushNotificationConfig(ctx context.Context, req
 // GetExtendedAgentCard is GetExtendedAgentCard.
 func (s *agentSession) GetExtendedAgentCard(ctx context.Context, request, params any) (any, error) {
 	var req a2a.GetExtendedAgentCardRequest
+	ctx = withOrigin(ctx, s.origin) // for the card's interfaces
 	return unary(s, ctx, "GetExtendedAgentCard", request, params, &req, s.b.h.GetExtendedAgentCard)
 }
 

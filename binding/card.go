@@ -25,6 +25,9 @@ type cardServer struct {
 	static       *renderedCard // the card, when no URL depends on the request
 	template     []byte        // else the card with originPlaceholder for the origin
 	modified     time.Time     // when the handler was made (Last-Modified)
+	// ifaces are the card's supportedInterfaces, URLs relative to the request beginning
+	// with originPlaceholder when the card is a template. Never changed once made.
+	ifaces []*a2a.AgentInterface
 }
 
 // originPlaceholder stands for the request's origin in the card template.
@@ -141,6 +144,7 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 		}
 	}
 	c.SupportedInterfaces = ifaces
+	cs.ifaces = ifaces
 	if o.CardSigner != nil {
 		if perRequest {
 			panic("binding: Options.CardSigner needs Options.BaseURL (or absolute interface URLs): " +
@@ -200,6 +204,21 @@ func (cs *cardServer) renderFor(origin string) *renderedCard {
 	}
 	o, _ := json.Marshal(origin) // JSON-escaped, quoted
 	return newRenderedCard(bytes.ReplaceAll(cs.template, []byte(originPlaceholder), o[1:len(o)-1]))
+}
+
+// interfaces returns the served card's supportedInterfaces for a request from origin (a copy).
+func (cs *cardServer) interfaces(origin string) []*a2a.AgentInterface {
+	out := make([]*a2a.AgentInterface, len(cs.ifaces))
+	for i, in := range cs.ifaces {
+		cp := *in
+		if cs.static == nil {
+			if rest, ok := strings.CutPrefix(cp.URL, originPlaceholder); ok {
+				cp.URL = origin + rest
+			}
+		}
+		out[i] = &cp
+	}
+	return out
 }
 
 func (cs *cardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -81,6 +81,11 @@
 //     HOST_NOT_ALLOWED. [Options].AllowedOrigins lists the pages that may
 //     call (with CORS), [Options].AllowedHosts extra names of the server
 //     (docs/security.md, "Browsers"). The public card is exempt.
+//   - Extended card: GetExtendedAgentCard is UnsupportedOperationError
+//     unless the card declares capabilities.extendedAgentCard; an extended
+//     card the handler gives without supportedInterfaces is served with the
+//     public card's, for the caller's origin (over gRPC: the card's absolute
+//     ones, else the gRPC interface called; docs/security.md).
 //
 // On the wire:
 //

@@ -54,7 +54,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 		g.quotas = st
 		h = newQuotaHandler(h, st)
 	}
-	h = withCardChecks(h, o.Card)
+	h = withCardChecks(h, o.Card, grpcInterfaces(o.Card))
 	if o.Authenticate != nil {
 		h = withAuthenticatedUsers(h)
 	}

@@ -139,6 +139,9 @@ type serverConfig struct {
 	// engine: serve this project's engine (on a memory store), whose stream events carry
 	// their sequence numbers, instead of a2a-go's default handler.
 	engine bool
+	// extended: the engine serves an extended card: the card named "<name> (extended)",
+	// without interfaces.
+	extended bool
 }
 
 func testCard() *a2a.AgentCard {
@@ -173,9 +176,20 @@ func newA2AHandler(opts ...a2asrv.RequestHandlerOption) (a2asrv.RequestHandler, 
 // t.Cleanup.
 func newEngineHandler(t testing.TB) (a2asrv.RequestHandler, *echoExecutor) {
 	t.Helper()
+	return newEngineHandlerWith(t, nil)
+}
+
+// newEngineHandlerWith is newEngineHandler with options (nil: defaults); the logger is discarded.
+func newEngineHandlerWith(t testing.TB, opts *engine.Options) (a2asrv.RequestHandler, *echoExecutor) {
+	t.Helper()
 	exec := newEchoExecutor()
 	st := memory.New()
-	eng := engine.New(exec, st, &engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	var o engine.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Logger = slog.New(slog.DiscardHandler)
+	eng := engine.New(exec, st, &o)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -191,14 +205,20 @@ func startServer(t *testing.T, cfg serverConfig) *testServer {
 	t.Helper()
 	var handler a2asrv.RequestHandler
 	var exec *echoExecutor
-	if cfg.engine {
-		handler, exec = newEngineHandler(t)
-	} else {
-		handler, exec = newA2AHandler()
-	}
 	card := cfg.card
 	if card == nil {
 		card = testCard()
+	}
+	switch {
+	case cfg.engine && cfg.extended:
+		ext := *card
+		ext.Name += " (extended)"
+		ext.SupportedInterfaces = nil
+		handler, exec = newEngineHandlerWith(t, &engine.Options{ExtendedCard: func(context.Context) (*a2a.AgentCard, error) { return &ext, nil }})
+	case cfg.engine:
+		handler, exec = newEngineHandler(t)
+	default:
+		handler, exec = newA2AHandler()
 	}
 
 	glis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -73,7 +73,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		qh = newQuotaHandler(h, st)
 		h = qh
 	}
-	h = withCardChecks(h, card)
+	h = withCardChecks(h, card, httpInterfaces(cs))
 	inner := h // what a2a-go's handlers call
 	if o.Authenticate != nil {
 		inner = withAuthenticatedUsers(h)
@@ -274,6 +274,9 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	defer done()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
+	if env.Method == "GetExtendedAgentCard" || env.Method == "agent/getAuthenticatedExtendedCard" {
+		r = r.WithContext(withOrigin(r.Context(), requestOrigin(r)))
+	}
 	if result, ok := emptyResults[env.Method]; ok && !stream {
 		rw := &resultWriter{w: w, result: result}
 		if version == Version03 {
@@ -349,6 +352,9 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 
+	if p := r.URL.Path; strings.HasSuffix(p, "/extendedAgentCard") || strings.HasSuffix(p, "/v1/card") {
+		r = r.WithContext(withOrigin(r.Context(), requestOrigin(r)))
+	}
 	send, stream := restKind(r)
 	r, done := h.reserve(w, r, send, stream, false, nil)
 	if r == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/client"
+	"github.com/a2awebcap/a2awebcap/engine"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
 )
 
@@ -308,6 +309,28 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "ExtendedCard",
+		run: func(t *testing.T, e *env) []string {
+			ext, err := e.alice.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+			if err != nil {
+				return []string{"error " + reason(err)}
+			}
+			var skills []string
+			for _, s := range ext.Skills {
+				skills = append(skills, s.ID)
+			}
+			// The engine's card lists no interfaces: the binding gave it the one the caller
+			// uses, where the public card lists it.
+			using := e.alice.Interface()
+			listed := false
+			for _, in := range ext.SupportedInterfaces {
+				listed = listed || (in.ProtocolBinding == using.ProtocolBinding && in.URL == using.URL)
+			}
+			return []string{ext.Name, "skills: " + strings.Join(skills, ","), fmt.Sprintf("lists this binding at its public URL: %v", listed)}
+		},
+		want: []string{"a2atest (extended)", "skills: echo,look,secret", "lists this binding at its public URL: true"},
+	},
+	{
 		name: "Cancel",
 		run: func(t *testing.T, e *env) []string {
 			req := send("wait " + e.key)
@@ -402,20 +425,32 @@ var scenarios = []scenario{
 	},
 }
 
-// behaviourCard is a2atest's card, with a second skill that also takes images.
+// behaviourCard is a2atest's card, with a second skill that also takes images, and an extended
+// card (extendedCard) for authenticated callers.
 func behaviourCard() *a2a.AgentCard {
 	card := a2atest.Card()
 	card.Skills = append(card.Skills, a2a.AgentSkill{ID: "look", Name: "look", Description: "looks at images",
 		Tags: []string{"test"}, InputModes: []string{"text/plain", "image/*"}})
+	card.Capabilities.ExtendedAgentCard = true
 	return card
+}
+
+// extendedCard is the engine's extended card: behaviourCard with one more skill, and no
+// interfaces, which each binding fills in.
+func extendedCard(context.Context) (*a2a.AgentCard, error) {
+	card := behaviourCard()
+	card.Name += " (extended)"
+	card.Skills = append(card.Skills, a2a.AgentSkill{ID: "secret", Name: "secret", Description: "for principals only", Tags: []string{"test"}})
+	return card, nil
 }
 
 func TestBehaviourEveryBinding(t *testing.T) {
 	t.Parallel()
 	srv := a2atest.Start(t, &a2atest.Options{
-		Card: behaviourCard(),
-		HTTP: &binding.Options{Authenticate: principalAuth},
-		GRPC: &binding.GRPCOptions{Authenticate: principalAuth},
+		Card:   behaviourCard(),
+		HTTP:   &binding.Options{Authenticate: principalAuth},
+		GRPC:   &binding.GRPCOptions{Authenticate: principalAuth},
+		Engine: &engine.Options{ExtendedCard: extendedCard},
 	})
 	for _, b := range everyBinding {
 		t.Run(string(b), func(t *testing.T) {

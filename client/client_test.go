@@ -63,9 +63,7 @@ func fullServer(t *testing.T) *a2atest.Server {
 		Engine: &engine.Options{
 			ExtendedCard: func(context.Context) (*a2a.AgentCard, error) {
 				ext := a2atest.Card()
-				ext.Name = "extended"
-				// gRPC cannot carry a card without interfaces.
-				ext.SupportedInterfaces = []*a2a.AgentInterface{{URL: "http://agent.example/a2a/jsonrpc", ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "1.0"}}
+				ext.Name = "extended" // without interfaces: each binding gives it the public card's
 				return ext, nil
 			},
 		},

@@ -36,8 +36,9 @@ import (
 
 // Options configure an Engine. Nil means the documented defaults.
 type Options struct {
-	// ExtendedCard returns the card GetExtendedAgentCard serves. Nil means the operation answers
-	// ExtendedCardNotConfigured.
+	// ExtendedCard returns the card GetExtendedAgentCard serves to authenticated callers
+	// (package binding gives a card without supportedInterfaces the public card's). Nil means
+	// the operation answers ExtendedCardNotConfigured.
 	ExtendedCard func(ctx context.Context) (*a2a.AgentCard, error)
 	// NoStreaming makes SendStreamingMessage and SubscribeToTask answer UnsupportedOperation,
 	// for agents whose card does not declare streaming.

@@ -97,6 +97,7 @@ type serveConfig struct {
 	tls                                                           tlsConfig
 	quota                                                         quotaConfig
 	limits                                                        limitsConfig
+	extendedCard                                                  extendedCardConfig
 	rateLimit                                                     float64
 	cardKey                                                       string
 	llmURL, llmModel                                              string
@@ -163,6 +164,7 @@ Flags (each can also be set by the environment variable shown):
 	c.quota.flags(fs)
 	c.limits.flags(fs)
 	c.runtime.flags(fs)
+	c.extendedCard.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -231,13 +233,6 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		defer d.Close() // after the engine: deliveries its last writes enqueued are kept for the next start
 		pusher = d
 	}
-	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits()})
-	if n, err := eng.Recover(ctx); err != nil {
-		return fmt.Errorf("recovering tasks: %w", err)
-	} else if n > 0 {
-		log.Warn("tasks left running by the previous process were marked failed", "count", n)
-	}
-
 	// No scheme configured: no authentication, and the card declares none.
 	c.auth.mtls = c.tls.clientCA != ""
 	schemes, err := c.auth.schemes(ctx)
@@ -248,6 +243,18 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if len(schemes) > 0 {
 		auth.Declare(card, schemes...)
 		authenticate = auth.Any(schemes...)
+	}
+	// Authenticated callers get the extended card (the public one is final by now).
+	extended, err := c.extendedCard.extended(card, authenticate != nil)
+	if err != nil {
+		return err
+	}
+
+	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits(), ExtendedCard: extended})
+	if n, err := eng.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering tasks: %w", err)
+	} else if n > 0 {
+		log.Warn("tasks left running by the previous process were marked failed", "count", n)
 	}
 
 	var rateLimit *binding.RateLimit

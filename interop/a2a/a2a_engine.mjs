@@ -193,5 +193,24 @@ await step('content-type', async () => {
   return { send, streamed };
 });
 
+await step('extended-card', async () => {
+  // The engine's extended card lists no interfaces: the binding gives it the public card's.
+  const auth = { serviceParameters: { Authorization: 'Bearer alice-token' } };
+  const card = await client.transport.getExtendedAgentCard({ tenant: '' }, auth);
+  check(card.name === 'a2atest (extended)', `extended card ${card.name}`);
+  const ifaces = card.supportedInterfaces ?? [];
+  const mine = ifaces.find((i) => i.protocolBinding === binding);
+  const want = binding === 'JSONRPC' ? `${baseUrl}/a2a/jsonrpc` : `${baseUrl}/a2a/rest`;
+  check(mine?.url === want, `the extended card's ${binding} interface ${JSON.stringify(mine)}, want ${want}`);
+  let anonymous;
+  try {
+    await client.transport.getExtendedAgentCard({ tenant: '' });
+  } catch (err) {
+    anonymous = err?.constructor?.name;
+  }
+  check(anonymous, 'an anonymous caller got the extended card');
+  return { name: card.name, interfaces: ifaces.map((i) => i.protocolBinding), anonymous };
+});
+
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

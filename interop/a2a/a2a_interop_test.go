@@ -21,7 +21,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/engine"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/internal/stacktest"
 )
 
 // echo is the agent the Node script expects (see a2a_client.mjs).
@@ -146,8 +148,16 @@ func TestInteropA2AJSEngine(t *testing.T) {
 	node := needNode(t, "@a2a-js/sdk")
 	card := a2atest.Card()
 	card.Capabilities.PushNotifications = true // configs are stored; nothing here sends them
-	srv := a2atest.Start(t, &a2atest.Options{Card: card})
-	wantSteps := []string{"card", "followup-stream", "subscribe-resume", "push-config", "content-type"}
+	card.Capabilities.ExtendedAgentCard = true
+	extended := *card
+	extended.Name += " (extended)"
+	srv := a2atest.Start(t, &a2atest.Options{
+		Card: card,
+		// Anonymous callers are served; "Bearer alice-token" is alice, who gets the extended card.
+		HTTP:   &binding.Options{Authenticate: stacktest.Bearer(map[string]string{"alice-token": "alice"})},
+		Engine: &engine.Options{ExtendedCard: func(context.Context) (*a2a.AgentCard, error) { return &extended, nil }},
+	})
+	wantSteps := []string{"card", "followup-stream", "subscribe-resume", "push-config", "content-type", "extended-card"}
 	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
 		t.Run(b, func(t *testing.T) {
 			t.Parallel()

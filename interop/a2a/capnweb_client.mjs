@@ -377,6 +377,9 @@ await step('push-config', async () => {
 await step('extended-card', async () => {
   const card = await alice.getExtendedAgentCard();
   check(card.name === 'a2awebcap (extended)', `extended card ${card.name}`);
+  // The server's extended card lists no interfaces: the binding gives it the public card's.
+  const capnweb = (card.supportedInterfaces ?? []).find((i) => i.protocolBinding === 'urn:a2awebcap:capnweb:v1');
+  check(capnweb?.url === httpUrl, `extended card's capnweb interface ${JSON.stringify(card.supportedInterfaces)}`);
   const anon = await expectError(() => api.getExtendedAgentCard(), -31401, 'UNAUTHENTICATED');
   return { name: card.name, anonymous: anon };
 });
