@@ -177,6 +177,8 @@ func cloneAll[T any](xs []T, f func(T) T) []T {
 type Session struct {
 	rec   Record
 	turns []Turn
+	// own caches, by turn number, which of a turn's facts its own text carries (ownFacts).
+	own map[int][]bool
 }
 
 // New returns a dormant session with ID id (the A2A context ID) and configuration cfg.
@@ -258,6 +260,7 @@ func (s *Session) Clone() *Session {
 	c := *s
 	c.rec = s.rec.clone()
 	c.turns = cloneAll(s.turns, Turn.clone)
+	c.own = nil // filled again on demand: a clone lives on another goroutine
 	return &c
 }
 

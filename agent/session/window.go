@@ -207,7 +207,7 @@ func (s *Session) selectWindow(system string, sysTokens int, msg *Message) (sele
 		k, used = len(rest)-start, acc
 	case Coherent:
 		var err error
-		k, used, sel.facts, err = coherentSplit(system, sel.summary, conv, rest, room)
+		k, used, sel.facts, err = s.coherentSplit(system, sel.summary, conv, rest, room)
 		if err != nil {
 			return sel, err
 		}
@@ -256,7 +256,7 @@ func forgetStart(ts []*Turn, room int) (start, acc int) {
 // conversation (the turns of conv) that neither the system text, the summary nor a shown turn
 // citing it carries must be listed. It shows as many turns as fit with the facts list, and
 // fails with ErrNoRoom when even the facts alone do not fit.
-func coherentSplit(system string, sum *Summary, conv, rest []*Turn, room int) (k, used int, facts []Fact, err error) {
+func (s *Session) coherentSplit(system string, sum *Summary, conv, rest []*Turn, room int) (k, used int, facts []Fact, err error) {
 	carried := normal(system)
 	if sum != nil {
 		carried += normal(sum.Text)
@@ -267,8 +267,8 @@ func coherentSplit(system string, sum *Summary, conv, rest []*Turn, room int) (k
 	var order []Fact
 	firstRest := len(conv) - len(rest)
 	for i, t := range conv {
-		var text string
-		for _, f := range t.Facts {
+		own := s.ownFacts(t)
+		for j, f := range t.Facts {
 			if _, seen := hit[f.ID]; !seen {
 				if strings.Contains(carried, normal(f.Text)) {
 					hit[f.ID] = len(rest) // carried by the system text or the summary: never listed
@@ -277,13 +277,7 @@ func coherentSplit(system string, sum *Summary, conv, rest []*Turn, room int) (k
 				hit[f.ID] = -1
 				order = append(order, f)
 			}
-			if i < firstRest || hit[f.ID] == len(rest) {
-				continue
-			}
-			if text == "" {
-				text = normal(turnText(t))
-			}
-			if strings.Contains(text, normal(f.Text)) {
+			if i >= firstRest && hit[f.ID] != len(rest) && own[j] {
 				hit[f.ID] = i - firstRest
 			}
 		}
@@ -332,4 +326,24 @@ func coherentSplit(system string, sum *Summary, conv, rest []*Turn, room int) (k
 	}
 	return 0, 0, nil, fmt.Errorf("%w: the %d facts the conversation relied on need %d tokens, %d are left: reset the session or fork it from an earlier turn",
 		ErrNoRoom, nfacts, fcost+header(), room)
+}
+
+// ownFacts says, for each fact of t, whether t's own text carries it. Turns never change, so it
+// is computed once per turn and kept.
+func (s *Session) ownFacts(t *Turn) []bool {
+	if own, ok := s.own[t.Number]; ok {
+		return own
+	}
+	own := make([]bool, len(t.Facts))
+	if len(t.Facts) > 0 {
+		text := normal(turnText(t))
+		for j, f := range t.Facts {
+			own[j] = strings.Contains(text, normal(f.Text))
+		}
+	}
+	if s.own == nil {
+		s.own = map[int][]bool{}
+	}
+	s.own[t.Number] = own
+	return own
 }
