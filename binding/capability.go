@@ -72,6 +72,7 @@ func (g *grant) descendsFrom(a *grant) bool {
 var writes = map[string]bool{
 	"SendMessage": true, "SendStreamingMessage": true, "CancelTask": true,
 	"CreateTaskPushNotificationConfig": true, "DeleteTaskPushNotificationConfig": true,
+	"ResetSession": true, "ForkSession": true, "MergeSession": true, // the sessions extension
 }
 
 // taskScoped are the methods a grant limited to tasks checks the request's task for.

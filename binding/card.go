@@ -145,6 +145,9 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 	}
 	c.SupportedInterfaces = ifaces
 	cs.ifaces = ifaces
+	if o.Sessions != nil {
+		c.Capabilities.Extensions = declareExtension(c.Capabilities.Extensions, sessionsCardExtension())
+	}
 	if o.CardSigner != nil {
 		if perRequest {
 			panic("binding: Options.CardSigner needs Options.BaseURL (or absolute interface URLs): " +

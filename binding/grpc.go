@@ -27,8 +27,10 @@ const (
 // every call of those services: the declared a2a-version must be the
 // service's own (or absent), and every extension opts.Card marks required must
 // be declared in a2a-extensions (comma-separated lists are split, so
-// a2asrv.ExtensionsFrom sees one URI per entry). Calls to other services
-// registered on the returned server pass through unchecked.
+// a2asrv.ExtensionsFrom sees one URI per entry). With opts.Sessions it also
+// serves the sessions extension as SessionsGRPCService, checked the same way.
+// Calls to other services registered on the returned server pass through
+// unchecked.
 //
 // The caller serves it on a listener of its choice and lists that address
 // in the card (see [Options].GRPCAddress). opts may be nil.
@@ -68,6 +70,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 	}
 	s := grpc.NewServer(append(sopts, o.ServerOptions...)...)
 	a2agrpc.NewHandler(pagedHandler{h}).RegisterWith(s)
+	registerExtGRPC(s, SessionsGRPCService, sessionOps(o.Sessions))
 	if o.Serve03 {
 		a2agrpcv0.NewHandler(h).RegisterWith(s)
 	}
@@ -135,7 +138,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 	service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 	var own string
 	switch service {
-	case grpcService10:
+	case grpcService10, SessionsGRPCService:
 		own = Version10
 	case grpcService03:
 		own = Version03

@@ -96,6 +96,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		restV1:       a2asrv.NewRESTHandler(pagedHandler{inner}, topts...),
 		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", pagedHandler{inner}, topts...),
 	}
+	hh.ext = sessionOps(o.Sessions)
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
 		hh.capnweb = newCapnwebBinding(h, hh, &o)
@@ -127,6 +128,8 @@ type httpHandler struct {
 
 	jsonrpcV1, jsonrpcV03       http.Handler
 	restV1, restTenant, restV03 http.Handler
+
+	ext map[string]extOp // the operations of the extensions served (sessions.go), by method name
 }
 
 // Close ends the capnweb binding's sessions (WebSocket connections outlive an
@@ -249,6 +252,10 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &env)
 	id := validID(env.ID)
+	if op := h.ext[env.Method]; op != nil {
+		h.serveExtJSONRPC(w, r, id, body, op)
+		return
+	}
 	stream := streamingMethods[env.Method]
 	legacyMethod := strings.Contains(env.Method, "/")
 
@@ -378,6 +385,14 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 	case isTenantRESTRoute(sub):
 		target = h.restTenant // strips and records the tenant segment
 	default:
+		if name, req, ok, rerr := sessionRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body); ok && h.ext[name] != nil {
+			if rerr != nil {
+				writeRESTError(w, ctype, rerr)
+			} else {
+				h.serveExtREST(w, r, ctype, h.ext[name], req)
+			}
+			return
+		}
 		writeRESTError(w, ctype, errNoRoute(r.Method, sub))
 		return
 	}

@@ -3,6 +3,7 @@ package binding
 import (
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/agent/session"
 	"github.com/a2awebcap/a2awebcap/capnweb"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -156,6 +157,10 @@ type Options struct {
 	// Zero (nil): no quotas.
 	Quotas *Quotas
 
+	// Sessions serves the sessions extension (docs/sessions.md, "On every binding") on every
+	// binding of this handler, and the card declares it. Zero (nil): not served.
+	Sessions session.Service
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -193,6 +198,10 @@ type GRPCOptions struct {
 	// Quotas bounds each principal's running tasks and open streams, as Options.Quotas does
 	// (CapnwebCalls does not apply). Zero (nil): no quotas.
 	Quotas *Quotas
+
+	// Sessions serves the sessions extension as the gRPC service
+	// a2awebcap.sessions.v1.SessionService. Zero (nil): not served.
+	Sessions session.Service
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

@@ -249,6 +249,13 @@ func (t *capnwebTransport) isClosed() bool {
 // still open then). An error read
 // returns is explained by callError, unless it is a resultError.
 func (t *capnwebTransport) invoke(ctx context.Context, method string, read func(context.Context, *capnweb.Promise) error, args ...any) error {
+	return t.invokeOn(ctx, method, func(main *capnweb.Stub) []*capnweb.Promise { return []*capnweb.Promise{main.Call(method, args...)} }, read)
+}
+
+// invokeOn is invoke for the calls build makes on the main object: a pipeline, whose last
+// promise is the result read is given; every one of them is released after. method names the
+// call in errors.
+func (t *capnwebTransport) invokeOn(ctx context.Context, method string, build func(main *capnweb.Stub) []*capnweb.Promise, read func(context.Context, *capnweb.Promise) error) error {
 	var s *capnweb.Session
 	if t.opts.Batch {
 		if t.isClosed() {
@@ -268,8 +275,11 @@ func (t *capnwebTransport) invoke(ctx context.Context, method string, read func(
 			return err
 		}
 	}
-	p := s.Main().Call(method, args...)
-	defer p.Release()
+	ps := build(s.Main())
+	for _, p := range ps {
+		defer p.Release()
+	}
+	p := ps[len(ps)-1]
 	if err := read(ctx, p); err != nil {
 		var re resultError
 		if errors.As(err, &re) {

@@ -101,6 +101,7 @@ type Client struct {
 	// transport is the connected transport (a2aclient wraps it).
 	transport a2aclient.Transport
 	own       *http.Transport // the HTTP transport made for this client, when Options had none
+	hc        *http.Client    // Options.HTTPClient with Options.Header: the extensions' HTTP calls
 }
 
 // Destroy closes the connection (and the idle HTTP connections of a client made without
@@ -206,7 +207,8 @@ func newFromCard(ctx context.Context, card *a2a.AgentCard, o *Options, own *http
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	return &Client{Client: c, binding: ch.binding, iface: ch.iface, card: card, transport: ch.transport, own: own}, nil
+	return &Client{Client: c, binding: ch.binding, iface: ch.iface, card: card, transport: ch.transport, own: own,
+		hc: withHeader(o.HTTPClient, o.Header)}, nil
 }
 
 // chosen records which binding's factory connected: a2aclient tries them in order and keeps
@@ -277,8 +279,15 @@ func (o *Options) factory(b Binding, card *a2a.AgentCard) a2aclient.TransportFac
 		if err != nil {
 			return nil, err
 		}
-		return a2agrpc.NewGRPCTransport(conn), nil
+		return grpcTransport{Transport: a2agrpc.NewGRPCTransport(conn), conn: conn}, nil
 	})
+}
+
+// grpcTransport is a2a-go's gRPC transport with its connection, which the extensions' calls
+// share.
+type grpcTransport struct {
+	a2aclient.Transport
+	conn *grpc.ClientConn
 }
 
 // grpcTarget returns the dial target of a gRPC interface URL (host:port, or a URL whose scheme

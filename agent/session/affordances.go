@@ -103,7 +103,7 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes.
 func (m *Metrics) UnmarshalJSON(data []byte) error {
 	var j metricsJSON
-	if err := strictUnmarshal(data, &j); err != nil {
+	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
 	*m = Metrics(j.plainMetrics)

@@ -112,7 +112,7 @@ func (b Budget) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes.
 func (b *Budget) UnmarshalJSON(data []byte) error {
 	var j budgetJSON
-	if err := strictUnmarshal(data, &j); err != nil {
+	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
 	*b = Budget(j.plainBudget)

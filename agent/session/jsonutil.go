@@ -1,11 +1,8 @@
 package session
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -78,17 +75,4 @@ func digits(s string) bool {
 		}
 	}
 	return true
-}
-
-// strictUnmarshal decodes one JSON value into v: unknown fields and trailing data are errors.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("session: data after the JSON value")
-	}
-	return nil
 }

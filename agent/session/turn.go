@@ -102,7 +102,7 @@ func (t Turn) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes.
 func (t *Turn) UnmarshalJSON(data []byte) error {
 	var j turnJSON
-	if err := strictUnmarshal(data, &j); err != nil {
+	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
 	*t = Turn(j.plainTurn)
