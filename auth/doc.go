@@ -11,6 +11,11 @@
 // and SecurityRequirements. Middleware gives the schemes that need more than headers (MTLS,
 // API keys in the query) the request's TLS state and URL.
 //
+// Failed logins are throttled by binding.LoginThrottle, which counts them per source address
+// and per claimed principal; Claimed reads the principal credentials claim (a Basic user name,
+// a JWT's sub) without checking them, for it. Any's refusal of a request without credentials
+// wraps binding.ErrNoCredentials, which the throttle does not count.
+//
 // What callers see: a request without credentials, or with credentials that do not verify
 // (a bad key or password, a token expired, not yet valid, for another issuer or audience,
 // signed with an unknown key or a refused algorithm), is UNAUTHENTICATED (HTTP 401, JSON-RPC

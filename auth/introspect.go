@@ -1,6 +1,6 @@
 package auth
 
-// Concurrency: an Introspection is shared by every request; mu guards cache. The
+// Concurrency: an Introspection is shared by every request; mu guards cache and refused. The
 // introspection call runs with mu released; two requests with the same new token may both
 // call the endpoint, which is harmless.
 
@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -22,8 +23,12 @@ import (
 )
 
 // maxCached bounds the introspection cache, so a flood of distinct valid tokens cannot grow it
-// without end.
-const maxCached = 10000
+// without end; maxRefused bounds the cache of refusals apart, so a flood of made-up tokens
+// cannot push the valid ones out.
+const (
+	maxCached  = 10000
+	maxRefused = 4096
+)
 
 // IntrospectionOptions configure an Introspection scheme.
 type IntrospectionOptions struct {
@@ -45,6 +50,11 @@ type IntrospectionOptions struct {
 	// CacheTTL is the longest an active answer is reused, never beyond the token's exp. Zero:
 	// 5 minutes. A token revoked at the server keeps working here until then.
 	CacheTTL time.Duration
+	// RefusedTTL is how long the refusal of a token (inactive, expired, not for this agent,
+	// lacking a scope) is reused, so that a client repeating a bad token does not make the
+	// endpoint answer each time. A failure to reach the endpoint is not remembered. Zero:
+	// 10 seconds. Negative: refusals are not remembered.
+	RefusedTTL time.Duration
 	// Card is how the card declares the scheme: HTTP Bearer or OAuth2. Nil: HTTP Bearer.
 	Card a2a.SecurityScheme
 }
@@ -57,14 +67,19 @@ type Introspection struct {
 	opts IntrospectionOptions
 	decl a2a.SecurityScheme
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]cachedUser
+	mu      sync.Mutex
+	cache   map[[sha256.Size]byte]cachedUser
+	refused map[[sha256.Size]byte]cachedUser // err set
 }
 
 type cachedUser struct {
 	user  *a2asrv.User
+	err   error // a refusal (the refused cache)
 	until time.Time
 }
+
+// errEndpoint marks a refusal because the endpoint could not be asked: not remembered.
+var errEndpoint = errors.New("auth: introspection endpoint failed")
 
 // NewIntrospection returns the introspection scheme called name.
 func NewIntrospection(name string, opts *IntrospectionOptions) (*Introspection, error) {
@@ -74,8 +89,9 @@ func NewIntrospection(name string, opts *IntrospectionOptions) (*Introspection, 
 	if err := checkEndpoint(opts.URL); err != nil {
 		return nil, err
 	}
-	s := &Introspection{name: name, opts: *opts, cache: map[[sha256.Size]byte]cachedUser{}}
+	s := &Introspection{name: name, opts: *opts, cache: map[[sha256.Size]byte]cachedUser{}, refused: map[[sha256.Size]byte]cachedUser{}}
 	s.opts.CacheTTL = cmp.Or(s.opts.CacheTTL, 5*time.Minute)
+	s.opts.RefusedTTL = cmp.Or(s.opts.RefusedTTL, 10*time.Second)
 	switch s.decl = opts.Card; s.decl.(type) {
 	case nil:
 		s.decl = a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}
@@ -101,15 +117,22 @@ func (s *Introspection) Authenticate(ctx context.Context, h http.Header) (*a2asr
 	now := time.Now()
 	s.mu.Lock()
 	c, hit := s.cache[key]
+	r, refused := s.refused[key]
 	s.mu.Unlock()
 	if hit && now.Before(c.until) {
 		return cloneUser(c.user), nil
 	}
+	if refused && now.Before(r.until) {
+		return nil, r.err
+	}
 	u, until, err := s.introspect(ctx, tok, now)
 	if err != nil {
+		if s.opts.RefusedTTL > 0 && !errors.Is(err, errEndpoint) {
+			s.remember(s.refused, maxRefused, key, cachedUser{err: err, until: now.Add(s.opts.RefusedTTL)}, now)
+		}
 		return nil, err
 	}
-	s.remember(key, cachedUser{user: u, until: until}, now)
+	s.remember(s.cache, maxCached, key, cachedUser{user: u, until: until}, now)
 	return cloneUser(u), nil
 }
 
@@ -134,7 +157,7 @@ func (s *Introspection) introspect(ctx context.Context, tok string, now time.Tim
 		Aud      jwt.Audience     `json:"aud"`
 	}
 	if _, err := doJSON(s.opts.HTTPClient, req, &res); err != nil {
-		return nil, time.Time{}, unauthenticated("auth: cannot verify bearer tokens now", err)
+		return nil, time.Time{}, unauthenticated("auth: cannot verify bearer tokens now", fmt.Errorf("%w: %w", errEndpoint, err))
 	}
 	switch {
 	case !res.Active:
@@ -167,25 +190,25 @@ func (s *Introspection) introspect(ctx context.Context, tok string, now time.Tim
 	return newUser(s, principal, attrs), until, nil
 }
 
-// remember caches an active answer, first dropping expired entries when the cache is full,
-// then any entry.
-func (s *Introspection) remember(key [sha256.Size]byte, c cachedUser, now time.Time) {
+// remember puts an answer in cache (s.cache or s.refused), first dropping expired entries when
+// it holds limit, then any entry.
+func (s *Introspection) remember(cache map[[sha256.Size]byte]cachedUser, limit int, key [sha256.Size]byte, c cachedUser, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cache) >= maxCached {
-		for k, v := range s.cache {
+	if len(cache) >= limit {
+		for k, v := range cache {
 			if !now.Before(v.until) {
-				delete(s.cache, k)
+				delete(cache, k)
 			}
 		}
-		for k := range s.cache {
-			if len(s.cache) < maxCached {
+		for k := range cache {
+			if len(cache) < limit {
 				break
 			}
-			delete(s.cache, k)
+			delete(cache, k)
 		}
 	}
-	s.cache[key] = c
+	cache[key] = c
 }
 
 // cloneUser copies a cached user, so a caller changing its attributes does not change the

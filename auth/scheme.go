@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -38,8 +39,10 @@ const (
 )
 
 // errAbsent is a Scheme's answer when the request carries no credentials of its kind: Any
-// then asks the next scheme.
-var errAbsent = errors.New("auth: no credentials of this scheme")
+// then asks the next scheme. Any's refusal of a request with no credentials at all wraps it,
+// and it wraps binding.ErrNoCredentials, so a binding.LoginThrottle does not count that refusal
+// as a failed login.
+var errAbsent = fmt.Errorf("auth: no credentials of this scheme: %w", binding.ErrNoCredentials)
 
 // failure is a refusal: Error is the text for the wire (the binding sends it to the caller),
 // and it unwraps to the A2A sentinel and to the cause, which stays off the wire.

@@ -50,11 +50,15 @@ func withAuthenticatedUsers(h a2asrv.RequestHandler) a2asrv.RequestHandler {
 	return &a2asrv.InterceptedHandler{Handler: h, Interceptors: []a2asrv.CallInterceptor{userInterceptor{}}}
 }
 
-// authenticate runs auth on headers and returns the context carrying the user, or the
-// rejection for the wire.
-func authenticate(ctx context.Context, auth Authenticator, headers http.Header) (context.Context, *requestError) {
-	u, err := auth(ctx, headers)
+// authenticate runs auth on the headers of a request from remote, under the login throttle st
+// (nil: none), and returns the context carrying the user, or the rejection for the wire.
+func authenticate(ctx context.Context, st *throttleState, auth Authenticator, headers http.Header, remote string) (context.Context, *requestError) {
+	u, err := st.run(ctx, auth, headers, remote)
 	if err != nil {
+		var rerr *requestError
+		if errors.As(err, &rerr) {
+			return ctx, rerr
+		}
 		return ctx, authError(err)
 	}
 	return withUser(ctx, u), nil

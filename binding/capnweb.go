@@ -108,14 +108,19 @@ func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
 	s := &agentSession{b: b, params: params, sp: a2asrv.NewServiceParams(params), origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr, pending: new(atomic.Int64)}
 	if b.auth != nil {
-		s.user, s.authErr = b.authenticate(r.Context(), r.Header)
+		s.user, s.authErr = b.authenticate(r.Context(), r.Header, r.RemoteAddr)
 	}
 	return &a2aService{agentSession: s}, nil
 }
 
-func (b *capnwebBinding) authenticate(ctx context.Context, h http.Header) (*a2asrv.User, error) {
-	u, err := b.auth(ctx, h)
+// authenticate authenticates headers of a connection from remote, under the login throttle.
+func (b *capnwebBinding) authenticate(ctx context.Context, h http.Header, remote string) (*a2asrv.User, error) {
+	u, err := b.hh.throttle.run(ctx, b.auth, h, remote)
 	if err != nil {
+		var throttled *requestError
+		if errors.As(err, &throttled) {
+			return nil, err
+		}
 		if !errors.Is(err, a2a.ErrUnauthenticated) && !errors.Is(err, a2a.ErrUnauthorized) {
 			err = a2a.NewError(a2a.ErrUnauthenticated, err.Error())
 		}
@@ -151,7 +156,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 		return nil, a2a.NewError(a2a.ErrUnauthenticated, "credentials must be an object of header names and values")
 	}
 	capnweb.Blocking(ctx) // Options.Authenticate may ask another service
-	u, err := s.b.authenticate(ctx, h)
+	u, err := s.b.authenticate(ctx, h, s.remote)
 	if err != nil {
 		return nil, err
 	}

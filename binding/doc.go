@@ -39,6 +39,10 @@
 // UNAUTHORIZED (403, -31403, codes.PermissionDenied). The public agent card
 // needs no credentials.
 //
+// [Options].LoginThrottle bounds failed authentications per source address
+// and per claimed principal: past it, attempts are refused before
+// Authenticate runs (429, reason LOGIN_THROTTLED).
+//
 // [Options].RateLimit bounds each principal's request rate, and [Options].Quotas
 // what it holds at once (running tasks, open streams, capnweb pending calls):
 // over either, HTTP 429 / JSON-RPC -32000 / codes.ResourceExhausted, with

@@ -49,7 +49,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 	case maxMsg < 0:
 		maxMsg = math.MaxInt32
 	}
-	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}, auth: o.Authenticate, limit: newLimiter(o.RateLimit)}
+	g := &grpcGuard{required: requiredExtensions(o.Card), supported: []string{Version10}, auth: o.Authenticate, throttle: o.LoginThrottle.counts(), limit: newLimiter(o.RateLimit)}
 	o.Quotas.check()
 	if st := o.Quotas.counts(); st != nil {
 		// Its watchers end with the tasks they follow, or when h's subscriptions do.
@@ -81,6 +81,7 @@ type grpcGuard struct {
 	required  []string
 	supported []string
 	auth      Authenticator
+	throttle  *throttleState // nil: failed logins are not throttled
 	limit     *limiter
 	quotas    *quotaState // nil: no task or stream quotas
 }
@@ -168,7 +169,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 	}
 	if g.auth != nil {
 		var rerr *requestError
-		if ctx, rerr = authenticate(ctx, g.auth, metadataHeaders(md)); rerr != nil {
+		if ctx, rerr = authenticate(ctx, g.throttle, g.auth, metadataHeaders(md), grpcPeerAddr(ctx)); rerr != nil {
 			return ctx, grpcError(rerr)
 		}
 	}

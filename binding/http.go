@@ -81,6 +81,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	hh := &httpHandler{
 		auth:         o.Authenticate,
 		site:         newSiteGuard(&o),
+		throttle:     o.LoginThrottle.counts(),
 		limit:        newLimiter(o.RateLimit),
 		quotas:       qh,
 		challenges:   newChallenges(card),
@@ -116,6 +117,7 @@ type httpHandler struct {
 	capnwebPath  string // exact path; "" when the capnweb binding is off
 	auth         Authenticator
 	site         *siteGuard
+	throttle     *throttleState // nil: failed logins are not throttled
 	limit        *limiter
 	quotas       *quotaHandler // nil: no task or stream quotas
 	challenges   challenges    // of a 401 or 403
@@ -200,7 +202,7 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonr
 	ctx := r.Context()
 	var rerr *requestError
 	if h.auth != nil {
-		ctx, rerr = authenticate(ctx, h.auth, r.Header)
+		ctx, rerr = authenticate(ctx, h.throttle, h.auth, r.Header, r.RemoteAddr)
 	}
 	if rerr == nil {
 		rerr = h.limit.check(ctx, r.RemoteAddr)

@@ -142,6 +142,12 @@ type Options struct {
 	// and each capnweb call). Zero (nil): no limit.
 	RateLimit *RateLimit
 
+	// LoginThrottle bounds failed authentications per source address and per claimed
+	// principal, refusing attempts over it before Authenticate runs (429, LOGIN_THROTTLED).
+	// The same *LoginThrottle given to GRPCOptions counts both servers together.
+	// Zero (nil): failed authentications are not throttled.
+	LoginThrottle *LoginThrottle
+
 	// Capabilities keeps the capnweb sessions saved with save() and the revocations of
 	// attenuated sessions where every replica sharing it sees them: the task store (any
 	// store.Store of this module) does. A revocation then takes effect on the next call on every
@@ -194,6 +200,10 @@ type GRPCOptions struct {
 	// RateLimit bounds each principal's calls, as Options.RateLimit does for HTTP (the two
 	// servers count separately). Zero (nil): no limit.
 	RateLimit *RateLimit
+
+	// LoginThrottle bounds failed authentications, as Options.LoginThrottle does.
+	// Zero (nil): not throttled.
+	LoginThrottle *LoginThrottle
 
 	// Quotas bounds each principal's running tasks and open streams, as Options.Quotas does
 	// (CapnwebCalls does not apply). Zero (nil): no quotas.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -26,9 +27,10 @@ type authConfig struct {
 	jwtScopes    string
 	jwksURL      string
 	oidcIssuer   string
-	basicFile    string // user:bcrypt-hash lines
-	introspect   string // RFC 7662 endpoint; client credentials from the environment
-	mtls         bool   // -tls-client-ca is set: verified client certificates name principals
+	basicFile    string        // user:bcrypt-hash lines
+	introspect   string        // RFC 7662 endpoint; client credentials from the environment
+	mtls         bool          // -tls-client-ca is set: verified client certificates name principals
+	refusedTTL   time.Duration // IntrospectionOptions.RefusedTTL (from -introspect-refused-ttl)
 }
 
 // keyFlag is a repeatable KEY=PRINCIPAL flag.
@@ -85,7 +87,7 @@ func (a *authConfig) schemes(ctx context.Context) ([]auth.Scheme, error) {
 			return nil, errors.New("-introspect-url needs A2AWEBCAP_INTROSPECT_CLIENT_ID and A2AWEBCAP_INTROSPECT_CLIENT_SECRET")
 		}
 		s, err := auth.NewIntrospection("introspection", &auth.IntrospectionOptions{
-			URL: a.introspect, ClientID: id, ClientSecret: secret, Audience: a.jwtAudience, Scopes: scopes})
+			URL: a.introspect, ClientID: id, ClientSecret: secret, Audience: a.jwtAudience, Scopes: scopes, RefusedTTL: a.refusedTTL})
 		if err != nil {
 			return nil, fmt.Errorf("-introspect-url: %w", err)
 		}

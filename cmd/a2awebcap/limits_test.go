@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -129,5 +131,58 @@ func TestServeCrossSiteFlags(t *testing.T) {
 		if err := run(t.Context(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("serve %v: %v, want an error naming %s", args, err, args[0])
 		}
+	}
+}
+
+// serve throttles failed logins by default: 300 wrong API keys from one address get 10 refusals
+// and 290 × 429 with Retry-After; -login-failures 0 -login-principal-failures 0 turns it off.
+func TestServeLoginThrottle(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("k-good=carol\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rpc := `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`
+	for _, tc := range []struct {
+		name             string
+		args             []string
+		refused, limited int
+	}{
+		{"default", nil, 10, 290},
+		{"off", []string{"-login-failures", "0", "-login-principal-failures", "0"}, 300, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// -login-delay 0: the test counts answers (the delay is the binding's to show).
+			addr := startServeWith(t, append([]string{"-api-keys-file", keys, "-login-delay", "0"}, tc.args...)...)
+			var refused, limited int
+			for range 300 {
+				req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+addr+"/a2a/jsonrpc", strings.NewReader(rpc))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-API-Key", "wrong")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				switch {
+				case resp.StatusCode == http.StatusUnauthorized:
+					refused++
+				case resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "":
+					limited++
+				default:
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			if refused != tc.refused || limited != tc.limited {
+				t.Errorf("300 wrong keys: %d × 401, %d × 429; want %d, %d", refused, limited, tc.refused, tc.limited)
+			}
+		})
+	}
+	t.Setenv("A2AWEBCAP_LOGIN_FAILURES", "many")
+	cfg, err := parseServe([]string{"-addr", freeAddr(t), "-db", "memory", "-no-push"})
+	if err == nil {
+		err = run(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	}
+	if err == nil || !strings.Contains(err.Error(), "A2AWEBCAP_LOGIN_FAILURES") {
+		t.Errorf("a bad A2AWEBCAP_LOGIN_FAILURES: %v, want an error naming it", err)
 	}
 }

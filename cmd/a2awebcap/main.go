@@ -235,14 +235,17 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	// No scheme configured: no authentication, and the card declares none.
 	c.auth.mtls = c.tls.clientCA != ""
+	c.auth.refusedTTL = c.limits.introspectRefusedTTL()
 	schemes, err := c.auth.schemes(ctx)
 	if err != nil {
 		return err
 	}
 	var authenticate binding.Authenticator
+	var loginThrottle *binding.LoginThrottle
 	if len(schemes) > 0 {
 		auth.Declare(card, schemes...)
 		authenticate = auth.Any(schemes...)
+		loginThrottle = c.limits.loginThrottle()
 	}
 	// Authenticated callers get the extended card (the public one is final by now).
 	extended, err := c.extendedCard.extended(card, authenticate != nil)
@@ -291,8 +294,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	hopts := &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-		Capabilities: capabilityStore(st),
-		Capnweb:      &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
+		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle,
+		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
 		return err
@@ -320,7 +323,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas}
+		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas, LoginThrottle: loginThrottle}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
