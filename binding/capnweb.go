@@ -44,12 +44,14 @@ type capnwebBinding struct {
 	calls   int         // Quotas.CapnwebCalls; 0: no limit
 	window  int         // Options.ObserverWindow, defaults applied
 	caps    CapabilityStore
+	// credentials are the parameter names a call may not carry (credentialParams).
+	credentials map[string]bool
 	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
 	revokedIDs sync.Map
 }
 
-func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *capnwebBinding {
-	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities, window: o.ObserverWindow}
+func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options, card *a2a.AgentCard) *capnwebBinding {
+	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities, window: o.ObserverWindow, credentials: credentialParams(card)}
 	if o.Quotas != nil {
 		b.calls = o.Quotas.CapnwebCalls
 	}
@@ -73,21 +75,32 @@ func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options) *ca
 	return b
 }
 
+// connParams are the service parameters a connection may also set in its URL query: browsers
+// cannot set headers on a WebSocket. Credentials are not among them (auth.Middleware reads the
+// query-located API keys the card declares).
+var connParams = []string{hdrVersion, hdrExtensions, hdrObserverWindow, hdrLastEventID}
+
 // serve checks the connection's service parameters, then hands the request to capnweb.
+//
+// A version or a required extension the connection's parameters get wrong does not refuse the
+// connection: the stock capnweb clients report a refused WebSocket or batch only as a failed
+// connection ("WebSocket connection failed", "RPC request failed: 400"), never the A2A error.
+// The session opens instead, and every A2A call on it fails with that error, unless the call
+// declares A2A-Version and A2A-Extensions that the server takes (see callContext).
 func (b *capnwebBinding) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Browsers cannot set headers on a WebSocket: the query may carry the same parameters.
 	q := r.URL.Query()
-	for _, k := range []string{hdrVersion, hdrExtensions, hdrObserverWindow} {
+	for _, k := range connParams {
 		if r.Header.Get(k) == "" {
 			if vs := q[k]; len(vs) > 0 {
 				r.Header[http.CanonicalHeaderKey(k)] = vs
 			}
 		}
 	}
-	version, rerr := b.hh.negotiate(r, false)
-	if rerr == nil && r.Method == http.MethodPost && !isBatchType(r.Header.Get("Content-Type")) {
-		rerr = errBatchContentType(r.Header.Get("Content-Type"))
+	if r.Method == http.MethodPost && !isBatchType(r.Header.Get("Content-Type")) {
+		writeRESTError(w, mediaJSON, errBatchContentType(r.Header.Get("Content-Type")))
+		return
 	}
+	version, rerr := b.hh.negotiate(r, false)
 	if rerr == nil && version != Version10 {
 		rerr = errVersionNotSupported(version, []string{Version10})
 	}
@@ -95,11 +108,14 @@ func (b *capnwebBinding) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rerr = b.hh.checkExtensions(r, Version10)
 	}
 	if rerr != nil {
-		writeRESTError(w, mediaJSON, rerr)
-		return
+		r = r.WithContext(context.WithValue(r.Context(), refusalKey{}, rerr))
 	}
 	b.handler.ServeHTTP(w, r)
 }
+
+// refusalKey is the request context key of the A2A error a connection's service parameters
+// earned (ServeHTTP), which its session's calls fail with.
+type refusalKey struct{}
 
 func (b *capnwebBinding) Close() error { return b.handler.Close() }
 
@@ -107,6 +123,9 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
 	s := &agentSession{b: b, params: params, sp: a2asrv.NewServiceParams(params), origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr, pending: new(atomic.Int64)}
+	if rerr, ok := r.Context().Value(refusalKey{}).(*requestError); ok && rerr != nil {
+		s.refusal = rerr
+	}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header, r.RemoteAddr)
 	}
@@ -177,7 +196,10 @@ type agentSession struct {
 	origin  string // the connection's scheme://host, for the card's interface URLs
 	user    *a2asrv.User
 	authErr error // set when the connection did not authenticate: calls fail with it
-	batch   bool  // an HTTP batch: no live streams, no callbacks
+	// refusal is the A2A error the connection's service parameters earned (a version or a
+	// required extension): calls without parameters of their own fail with it.
+	refusal error
+	batch   bool // an HTTP batch: no live streams, no callbacks
 	grant   *grant
 	remote  string        // the connection's remote address, for rate limits of anonymous callers
 	pending *atomic.Int64 // the connection's calls that have not settled (Quotas.CapnwebCalls)
@@ -230,6 +252,16 @@ func (s *agentSession) settle() {
 
 // callContext is call without the hand-off, for calls made outside a method (push).
 func (s *agentSession) callContext(ctx context.Context, method string, req, perCall any) (context.Context, error) {
+	extra, err := serviceParams(perCall)
+	if err != nil {
+		return nil, err
+	}
+	if len(extra) == 0 && s.refusal != nil {
+		return nil, s.refusal // (with parameters of its own, the call is checked below)
+	}
+	if err := s.b.refuseCredentials(extra); err != nil {
+		return nil, err
+	}
 	if s.authErr != nil && s.user == nil {
 		return nil, s.authErr
 	}
@@ -241,10 +273,6 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 	}
 	if rerr := s.b.hh.limit.check(withUser(ctx, s.user), s.remote); rerr != nil {
 		return nil, rerr
-	}
-	extra, err := serviceParams(perCall)
-	if err != nil {
-		return nil, err
 	}
 	sp := s.sp
 	if len(extra) > 0 {
@@ -625,6 +653,11 @@ func (s *agentSession) handle(id a2a.TaskID, tenant string) *taskHandle {
 func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID string, callback *capnweb.Stub, params any) (*pushSubscription, error) {
 	if callback == nil {
 		return nil, invalidParams("callback must be a function")
+	}
+	if s.batch {
+		// The batch is answered before the task's events come, and nothing can call the
+		// callback after that.
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "an HTTP batch cannot call a push callback back: subscribe over a WebSocket, or follow the task with subscribeToTask and Last-Event-ID")
 	}
 	cctx, done, err := s.call(ctx, "SubscribeToPushNotifications", &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)}, params)
 	if err != nil {

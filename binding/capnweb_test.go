@@ -211,19 +211,6 @@ func TestCapnwebBinding(t *testing.T) {
 	})
 }
 
-func TestCapnwebBindingVersionOnConnect(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, serverConfig{})
-	url := "ws" + strings.TrimPrefix(ts.baseURL, "http") + DefaultCapnwebPath + "?A2A-Version=9.9"
-	if _, err := capnweb.Dial(t.Context(), url, nil, nil); err == nil {
-		t.Fatal("dial with A2A-Version 9.9 succeeded")
-	}
-	r := do(t, "POST", ts.baseURL+DefaultCapnwebPath, nil, "A2A-Version", "9.9")
-	if r.status != http.StatusBadRequest || restError(t, r).Reason != "VERSION_NOT_SUPPORTED" {
-		t.Errorf("batch with A2A-Version 9.9: HTTP %d %s", r.status, r.body)
-	}
-}
-
 func TestCapnwebBindingBatch(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, serverConfig{})

@@ -59,7 +59,10 @@
 //     served through a2a-go's a2av0 compatibility layer when Serve03 is set;
 //     anything else gets VersionNotSupportedError (-32009 / 400
 //     FAILED_PRECONDITION / FAILED_PRECONDITION). The error's ErrorInfo
-//     metadata lists the supported versions.
+//     metadata lists the supported versions. A capnweb connection that
+//     declares such a version (or lacks a required extension) still opens,
+//     and its A2A calls fail with the error: a stock capnweb client would
+//     not show a refused connection's error.
 //   - A2A-Extensions: every extension the card marks required: true must be
 //     declared, else ExtensionSupportRequiredError (-32008 / 400 / FAILED_PRECONDITION).
 //     Comma-separated lists (the form the spec recommends) are split, so

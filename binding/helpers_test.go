@@ -38,6 +38,8 @@ import (
 //	"wait:KEY"    it creates a task, reports working, and blocks until
 //	              release(KEY) or cancelation, then echoes;
 //	"sleep:DUR"   the same, sleeping DUR (a time.Duration) instead;
+//	"ask:KEY"     it creates a task, reports working, blocks until release(KEY), then asks
+//	              for input (input-required);
 //	anything else it creates a task, reports working, echoes the text as an
 //	              artifact and completes.
 //
@@ -89,6 +91,16 @@ func (e *echoExecutor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorCont
 		}
 		working := a2a.NewMessageForTask(a2a.MessageRoleAgent, execCtx, a2a.NewTextPart("working"))
 		if !yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateWorking, working), nil) {
+			return
+		}
+		if key, ok := strings.CutPrefix(text, "ask:"); ok {
+			select {
+			case <-e.gate(key):
+			case <-ctx.Done():
+				return
+			}
+			q := a2a.NewMessageForTask(a2a.MessageRoleAgent, execCtx, a2a.NewTextPart("your name?"))
+			yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateInputRequired, q), nil)
 			return
 		}
 		if key, ok := strings.CutPrefix(text, "wait:"); ok {

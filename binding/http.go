@@ -100,7 +100,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 	hh.ext = sessionOps(o.Sessions)
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
-		hh.capnweb = newCapnwebBinding(h, hh, &o)
+		hh.capnweb = newCapnwebBinding(h, hh, &o, card)
 	}
 	if o.Serve03 {
 		hh.supported = append(hh.supported, Version03)

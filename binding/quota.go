@@ -348,21 +348,44 @@ func (h *quotaHandler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeTo
 }
 
 // watch holds sl until task id stops running, following it with SubscribeToTask as the caller
-// of ctx (whose values, the principal among them, it keeps; not its cancellation). The
-// subscription ends when the task is terminal or interrupted; it fails at once for a task that
-// is already.
+// of ctx (whose values, the principal among them, it keeps; not its cancellation), until an
+// event shows the task terminal or interrupted (the first may: the watch starts on its own
+// goroutine, after the send returned); the subscription fails at once for a task that is
+// terminal already. It is a subscription of its own, not the caller's: a Last-Event-ID the caller
+// sent (a capnweb connection's applies to all its calls) would make it a resumed one, which
+// runs on through interrupted states.
 func (h *quotaHandler) watch(ctx context.Context, sl *slot, id a2a.TaskID, tenant string) {
 	if sl == nil {
 		return
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		params := map[string][]string{}
+		if sp := cc.ServiceParams(); sp != nil {
+			for k, v := range sp.List() {
+				if !strings.EqualFold(k, hdrLastEventID) {
+					params[k] = v
+				}
+			}
+		}
+		var wcc *a2asrv.CallContext
+		base, wcc = a2asrv.NewCallContext(base, a2asrv.NewServiceParams(params))
+		wcc.User = cc.User
+	}
+	wctx, cancel := context.WithCancel(base)
 	stop := context.AfterFunc(h.ctx, cancel)
 	h.wg.Go(func() {
 		defer sl.release()
 		defer cancel()
 		defer stop()
-		for _, err := range h.RequestHandler.SubscribeToTask(wctx, &a2a.SubscribeToTaskRequest{ID: id, Tenant: tenant}) {
+		for ev, err := range h.RequestHandler.SubscribeToTask(wctx, &a2a.SubscribeToTaskRequest{ID: id, Tenant: tenant}) {
 			if err != nil {
+				return
+			}
+			// The first event is the task as it is when the watch begins, which may be after it
+			// stopped running: a subscription to a waiting task would wait on for its next
+			// message.
+			if st, ok := wire.StateOf(ev); ok && !running(st) {
 				return
 			}
 		}

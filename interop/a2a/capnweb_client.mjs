@@ -14,7 +14,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
-import { RpcSession, WebSocketTransport, newHttpBatchRpcSession } from 'capnweb';
+import { RpcSession, WebSocketTransport, newHttpBatchRpcSession, newWebSocketRpcSession } from 'capnweb';
 
 // capnweb's WebSocket transport references the global WebSocket; Node 20 has none.
 globalThis.WebSocket ??= WebSocket;
@@ -565,6 +565,58 @@ await step('batch-cancel', async () => {
   check(again.status.state === S('CANCELED'), `read back ${again.status.state}`);
   check(fetches === 2, `${fetches} HTTP requests, want 2`);
   return { requests: fetches };
+});
+
+await step('version-refused', async () => {
+  // A version the connection declares that the server does not speak: the stock client still
+  // connects (a refused WebSocket or batch would show only "WebSocket connection failed" or
+  // "RPC request failed: 400"), and every A2A call fails with the A2A error and its details.
+  const supported = (err) => (err.details ?? []).find((d) => d.reason === 'VERSION_NOT_SUPPORTED')?.metadata?.supportedVersions;
+  const ws = newWebSocketRpcSession(`${wsUrl}?A2A-Version=9.9`);
+  cleanups.push(() => ws[Symbol.dispose]());
+  const card = await ws.getAgentCard();
+  check(card.name === 'a2awebcap', `getAgentCard ${card.name}`);
+  let wsErr;
+  const overWs = await expectError(() => ws.getTask({ id: 'x' }).catch((e) => { wsErr = e; throw e; }), -32009, 'VERSION_NOT_SUPPORTED');
+  check(supported(wsErr) === '1.0', `details ${JSON.stringify(wsErr.details)}`);
+  // A call may declare what it speaks itself.
+  const declared = await expectError(() => ws.getTask({ id: 'x' }, { 'A2A-Version': '1.0' }), -32001, 'TASK_NOT_FOUND');
+  let batchErr;
+  const overBatch = await expectError(() => newHttpBatchRpcSession(`${httpUrl}?A2A-Version=9.9`).getTask({ id: 'x' }).catch((e) => { batchErr = e; throw e; }), -32009, 'VERSION_NOT_SUPPORTED');
+  check(supported(batchErr) === '1.0', `batch details ${JSON.stringify(batchErr.details)}`);
+  return { overWs, declared, overBatch };
+});
+
+await step('last-event-id-query', async () => {
+  // Last-Event-ID in the URL (a browser cannot set WebSocket headers) resumes subscriptions.
+  const done = await alice.sendMessage(msg('wait 1'));
+  const id = done.task.id;
+  const seqOf = (ev) => Object.values(ev)[0].metadata?.['a2awebcap.seq'];
+  const ws = newWebSocketRpcSession(`${wsUrl}?Last-Event-ID=2`);
+  cleanups.push(() => ws[Symbol.dispose]());
+  const events = [];
+  await ws.authenticate(ALICE).subscribeToTask({ id }, (ev) => { events.push(ev); });
+  check(events.length > 0 && seqOf(events[0]) === 3 && !events[0].task, `resumed over a WebSocket: ${JSON.stringify(events.map(kind))} from seq ${seqOf(events[0])}`);
+  check(kind(events.at(-1)) === 'status(COMPLETED)', `last ${kind(events.at(-1))}`);
+  const batch = await newHttpBatchRpcSession(`${httpUrl}?Last-Event-ID=2`).authenticate(ALICE).subscribeToTask({ id });
+  check(batch.done === true && seqOf(batch.events[0]) === 3 && batch.events.length === events.length, `resumed over batch: ${JSON.stringify(batch.events.map(kind))}`);
+  return { websocket: events.map(kind), batch: batch.events.map(kind) };
+});
+
+await step('batch-push', async () => {
+  // A batch is answered before a task's events come: a push callback cannot be called back.
+  const sent = await alice.sendMessage(msg('wait 60', { returnImmediately: true }));
+  const refused = await expectError(() => newHttpBatchRpcSession(httpUrl).authenticate(ALICE).subscribeToPushNotifications(sent.task.id, () => {}), -32004, 'UNSUPPORTED_OPERATION');
+  await alice.cancelTask({ id: sent.task.id });
+  return { refused };
+});
+
+await step('per-call-credentials', async () => {
+  // A call runs as its session's principal: credentials among its parameters are refused, not
+  // ignored.
+  const refused = await expectError(() => alice.listTasks({}, { Authorization: 'Bearer bob-token' }), -32602, 'INVALID_PARAMS');
+  const bobs = await api.authenticate(BOB).listTasks({});
+  return { refused, bobTasks: bobs.tasks.length };
 });
 
 alice?.[Symbol.dispose]();

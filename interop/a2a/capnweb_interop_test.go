@@ -78,6 +78,7 @@ func TestInteropCapnwebA2A(t *testing.T) {
 		"card", "authenticate", "pipeline", "send", "get", "list", "cancel", "task-handle",
 		"stream-observer", "stream-readable", "subscribe", "input-required", "input-required-stream", "push-config",
 		"extended-card", "errors", "scoping", "push-callback", "disposal", "batch", "batch-cancel",
+		"version-refused", "last-event-id-query", "batch-push", "per-call-credentials",
 	}
 	lines := runSteps(t, node, wantSteps, "capnweb_client.mjs", url)
 
