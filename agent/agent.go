@@ -22,7 +22,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // ErrClosed is returned by an agent's methods after Close.
@@ -53,6 +56,10 @@ type Options struct {
 	Mailbox int
 	// Limiter bounds concurrent model calls; nil means no bound.
 	Limiter *Limiter
+	// Capabilities, Preinstall and Audit: see [Definition].
+	Capabilities *capability.Catalog
+	Preinstall   []string
+	Audit        capability.Audit
 }
 
 // Agent is a handle on one instance of a definition: the one [New] made, or one principal's
@@ -71,7 +78,7 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 		opts = &Options{}
 	}
 	h, err := NewHost(&Definition{Name: name, Policy: opts.Policy, Tools: opts.Tools, ToolHelp: opts.ToolHelp,
-		Model: opts.Model, Knowledge: opts.Knowledge, Now: opts.Now},
+		Model: opts.Model, Knowledge: opts.Knowledge, Now: opts.Now, Capabilities: opts.Capabilities, Preinstall: opts.Preinstall, Audit: opts.Audit},
 		&HostOptions{Store: opts.Store, IdleTimeout: -1, Mailbox: opts.Mailbox, Limiter: opts.Limiter})
 	if err != nil {
 		return nil, err
@@ -122,6 +129,9 @@ type instance struct {
 
 	mu     sync.Mutex       // guards parked
 	parked map[string]*turn // turns waiting for the user's answer, by task
+
+	caps      *capability.Set // its capabilities; set by load (capabilities.go)
+	capsDirty atomic.Bool     // caps changed since it was last saved
 }
 
 // core is the state an instance's goroutine owns.
@@ -196,6 +206,9 @@ func load(ctx context.Context, h *Host, key Key) (*instance, error) {
 		done: make(chan struct{}), parked: map[string]*turn{}}
 	in.life, in.stop = context.WithCancelCause(context.Background())
 	c.in = in
+	if in.caps, err = newCapabilitySet(ctx, in, snap.Capabilities); err != nil {
+		return nil, err
+	}
 	go in.run(c)
 	return in, nil
 }
@@ -213,6 +226,7 @@ func (in *instance) run(c *core) {
 				f := <-in.mailbox
 				f(c)
 			}
+			c.saveCapabilities()
 			return
 		}
 	}
@@ -224,6 +238,7 @@ func (in *instance) close() {
 	in.once.Do(func() { in.stop(ErrClosed); close(in.quit) })
 	<-in.done
 	in.turns.Wait()
+	in.caps.Close() // after the turns: what it held is saved, and restored when it loads again
 }
 
 // closing reports whether close has begun.

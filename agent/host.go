@@ -13,8 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // Definition is what an operator writes once and every principal's instance shares: the policy
@@ -31,6 +34,16 @@ type Definition struct {
 	ToolHelp map[string]string
 	// Model is the language model the Consult action asks; nil means none.
 	Model Model
+	// Capabilities is what the operator offers every instance through its loader
+	// (docs/capabilities.md); nil means nothing: an instance holds the loader and Tools.
+	Capabilities *capability.Catalog
+	// Preinstall names capabilities of Capabilities that every new instance holds from the
+	// start, under the operator's default strategy; nil means none (deny by default).
+	Preinstall []string
+	// Audit keeps the capability records of every instance (readable by each principal, its
+	// own, and by the operator, all); nil means an in-memory log of the host (the last 1000
+	// records of each principal).
+	Audit capability.Audit
 	// Knowledge is what the operator wants every instance to know: a read-only layer, visible
 	// in recall and in a model's working context as beliefs from the source "operator" (IDs
 	// k1, k2, …), which no instance can write, demote or forget. Nil means none.
@@ -50,13 +63,16 @@ type Fact struct {
 
 // definition is a checked Definition.
 type definition struct {
-	name      string
-	policy    *Policy
-	tools     map[string]Tool
-	toolHelp  map[string]string
-	model     Model
-	now       func() time.Time
-	knowledge *knowledge
+	name       string
+	policy     *Policy
+	tools      map[string]Tool
+	toolHelp   map[string]string
+	toolCaps   map[string]*capability.Capability // the tools as capabilities, by name
+	catalog    *capability.Catalog
+	preinstall []string
+	model      Model
+	now        func() time.Time
+	knowledge  *knowledge
 }
 
 // HostOptions configure a Host. The zero value (or nil) is an in-memory store, no bound on model
@@ -83,6 +99,7 @@ type Host struct {
 	def   *definition
 	store Store
 	opts  HostOptions
+	audit capability.Audit
 
 	mu    sync.Mutex
 	live  map[Principal]*hostEntry
@@ -138,6 +155,29 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	d.catalog, d.preinstall = def.Capabilities, slices.Clone(def.Preinstall)
+	if d.catalog == nil {
+		d.catalog = capability.NewCatalog()
+	}
+	for _, name := range d.preinstall {
+		if _, ok := d.catalog.Lookup(name); !ok {
+			return nil, fmt.Errorf("agent: preinstall %s: the catalog does not offer it", name)
+		}
+	}
+	d.toolCaps = map[string]*capability.Capability{}
+	for name, tool := range d.tools {
+		if tool == nil {
+			continue
+		}
+		c, err := toolCapability(name, cmpOr(d.toolHelp[name], "the tool "+name), tool)
+		if err != nil {
+			return nil, fmt.Errorf("agent: tool %q: %w", name, err)
+		}
+		if _, clash := d.catalog.Lookup(name); clash || name == "loader" {
+			return nil, fmt.Errorf("agent: tool %q: the name of a capability on offer", name)
+		}
+		d.toolCaps[name] = c
+	}
 	for i, f := range def.Knowledge {
 		if f.Subject == "" || f.Value == "" {
 			return nil, fmt.Errorf("agent: knowledge %d needs a subject and a value", i+1)
@@ -152,7 +192,10 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		d.knowledge.terms = append(d.knowledge.terms, terms(b.Subject+" "+b.Value))
 	}
 	h := &Host{def: d, store: o.Store, opts: o, live: map[Principal]*hostEntry{}, tasks: map[string]*turn{},
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{}), done: make(chan struct{}), audit: def.Audit}
+	if h.audit == nil {
+		h.audit = capability.NewMemoryAudit(0)
+	}
 	go h.janitor()
 	return h, nil
 }

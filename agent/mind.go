@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // EntryKind is the kind of an entry in a run's working log.
@@ -294,7 +297,7 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 		m.v.writePending()[o.Context.Task] = p["subject"]
 		res["status"], res["result"] = "asked", p["text"]
 	case CallTool:
-		return m.call(ctx, o, p["tool"], p["input"], res)
+		return m.call(ctx, o, r, p["tool"], p["input"], res)
 	case Consult:
 		return m.consult(ctx, r, o, p, run, depth), nil
 	case Adopt, Achieve, Drop:
@@ -303,22 +306,28 @@ func (m *mind) act(ctx context.Context, r *compiledRule, o Observation, p map[st
 	return res, nil
 }
 
-func (m *mind) call(ctx context.Context, o Observation, name, input string, res map[string]string) (map[string]string, *Observation) {
+func (m *mind) call(ctx context.Context, o Observation, r *compiledRule, name, input string, res map[string]string) (map[string]string, *Observation) {
 	res["subject"] = name
 	if m.tools == nil {
 		res["status"] = "replayed"
 		return res, nil
 	}
-	tool, ok := m.tools[name]
-	if !ok || tool == nil {
+	req, err := m.request(name, input, false)
+	if errors.Is(err, errNoTool) {
 		res["status"] = "no-such-tool"
 		return res, nil
 	}
-	out, err := m.t.callTool(ctx, name, input, tool)
+	var raw []byte
+	if err == nil {
+		req.Session = o.Context.Session
+		req.Origin = capability.Origin{Kind: capability.OriginRule, Name: r.Name, Task: o.Context.Task}
+		raw, err = m.t.callCapability(ctx, req)
+	}
 	if err != nil {
-		res["status"], res["result"] = "failed", err.Error()
+		res["status"], res["result"] = callStatus(err), err.Error()
 		return res, nil
 	}
+	out := resultText(raw)
 	res["status"], res["result"] = "done", out
 	follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: name}, Context: o.Context,
 		Text: out, Data: map[string]string{"call": o.ID, "input": input, "tool": name}})

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // Model is a chat model the agent may consult: a rule with the [Consult] action hands it the
@@ -48,9 +50,12 @@ type ToolCall struct {
 	ID, Name, Arguments string
 }
 
-// ToolSpec describes a granted tool to a model. Every tool takes one string argument, "input".
+// ToolSpec describes a granted tool to a model: a capability's method, or a definition's tool.
 type ToolSpec struct {
 	Name, Description string
+	// Parameters is the JSON Schema of the tool's arguments; nil means one string argument,
+	// "input" (a definition's tool).
+	Parameters json.RawMessage
 }
 
 // EstimateTokens is the runtime's token estimate of s: its length in bytes divided by four,
@@ -204,13 +209,11 @@ func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p ma
 	}
 	m.t.consulted(o, prompt, EstimateTokens(sys)+EstimateTokens(prompt))
 	msgs := []ChatMessage{{Role: "system", Content: sys}, {Role: "user", Content: prompt}}
-	var specs []ToolSpec
-	for _, name := range slices.Sorted(maps.Keys(m.tools)) {
-		specs = append(specs, ToolSpec{Name: name, Description: cmpOr(m.toolHelp[name], "the tool "+name)})
-	}
 	onText := func(s string) { m.record(run, Entry{Kind: EntryText, Rule: r.Name, Text: s}) }
 	for step := 1; step <= lim.ModelSteps; step++ {
-		ans, err := m.t.complete(ctx, m.model, msgs, specs, onText)
+		// Each step offers what the instance holds now: a capability installed (or revoked) by
+		// the previous step's calls is offered (or not) in the next.
+		ans, err := m.t.complete(ctx, m.model, msgs, m.toolSpecs(), onText)
 		if err != nil {
 			return m.consultFailed(run, r, res, err)
 		}
@@ -237,21 +240,27 @@ func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p ma
 // modelToolCall runs one tool call of the model, only through a granted tool, and returns what
 // goes back to the model.
 func (m *mind) modelToolCall(ctx context.Context, r *compiledRule, o Observation, tc ToolCall, run *Run, depth int) string {
-	input, err := toolInput(tc.Arguments)
+	_, legacy := m.t.in.h.def.toolCaps[tc.Name]
+	input, err := tc.Arguments, error(nil)
+	if legacy || !strings.Contains(tc.Name, "__") { // a definition's tool: exactly {"input": string}, as before
+		input, err = toolInput(tc.Arguments)
+	}
 	m.record(run, Entry{Kind: EntryCall, Rule: r.Name, Action: CallTool, Params: map[string]string{"tool": tc.Name, "input": input, "id": tc.ID}})
 	res := map[string]string{"action": string(CallTool), "subject": tc.Name, "value": tc.ID}
-	tool, granted := m.tools[tc.Name]
+	req, rerr := m.request(tc.Name, tc.Arguments, true)
 	switch {
-	case !granted || tool == nil:
+	case rerr != nil || !slices.ContainsFunc(m.toolSpecs(), func(s ToolSpec) bool { return s.Name == tc.Name }):
 		res["status"], res["result"] = "refused", "error: no tool named "+strconv.Quote(tc.Name)+" is available"
 	case err != nil:
 		res["status"], res["result"] = "bad-arguments", "error: "+err.Error()
 	default:
-		out, err := m.t.callTool(ctx, tc.Name, input, tool)
+		req.Session = o.Context.Session
+		req.Origin = capability.Origin{Kind: capability.OriginModel, Name: tc.ID, Task: o.Context.Task}
+		out, err := m.t.callCapability(ctx, req)
 		if err != nil {
-			res["status"], res["result"] = "failed", "error: "+err.Error()
+			res["status"], res["result"] = callStatus(err), "error: "+err.Error()
 		} else {
-			res["status"], res["result"] = "done", out
+			res["status"], res["result"] = "done", resultText(out)
 		}
 	}
 	m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: CallTool, Result: maps.Clone(res)})

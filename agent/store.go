@@ -57,6 +57,9 @@ type Snapshot struct {
 	// Current is the policy version in force, 0 when none was saved.
 	Current int
 	Reviews []Review
+	// Capabilities is the instance's capability set (capability.State, as JSON), nil when
+	// none was saved.
+	Capabilities json.RawMessage
 }
 
 // Batch is one atomic write to a Store: a turn's memory writes with its turn record, or a change
@@ -71,6 +74,9 @@ type Batch struct {
 	Reviews      []Review
 	Turn         *TurnRecord
 	Sessions     []SessionDoc
+	// Capabilities replaces the instance's capability set (capability.State, as JSON) when
+	// set.
+	Capabilities json.RawMessage
 }
 
 // SessionDoc is a session's state as a JSON document, committed with the turn that changed it
@@ -180,6 +186,7 @@ type memInstance struct {
 	current  int
 	turns    []memTurn
 	sessions map[string]json.RawMessage
+	caps     json.RawMessage
 }
 
 type memTurn struct {
@@ -196,7 +203,7 @@ func (s *memStore) Load(_ context.Context, key Key) (*Snapshot, error) {
 	}
 	return &Snapshot{Observations: cloneAll(in.log, cloneObservation), Beliefs: cloneAll(in.beliefs, Belief.clone),
 		Goals: cloneAll(in.goals, Goal.clone), Working: in.working.clone(), Policies: cloneAll(in.policies, PolicyVersion.clone),
-		Current: in.current, Reviews: cloneAll(in.reviews, Review.clone)}, nil
+		Current: in.current, Reviews: cloneAll(in.reviews, Review.clone), Capabilities: slices.Clone(in.caps)}, nil
 }
 
 func (s *memStore) Commit(_ context.Context, key Key, b *Batch) error {
@@ -254,6 +261,9 @@ func (s *memStore) Commit(_ context.Context, key Key, b *Batch) error {
 	}
 	for _, d := range b.Sessions {
 		in.sessions[d.ID] = slices.Clone(d.Doc)
+	}
+	if b.Capabilities != nil {
+		in.caps = slices.Clone(b.Capabilities)
 	}
 	return nil
 }

@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // EntryQueued is a working-log entry saying the turn waits: for the model (Result "scope" is
@@ -87,6 +89,11 @@ type turn struct {
 	// Parking: the user's answer arrives on reply.
 	reply    chan Event
 	parkedAt int // output index after the parked question
+
+	// Records of the instance's capability set made by the turn's effects, to log as
+	// observations (capabilities.go).
+	capMu      sync.Mutex
+	capRecords []capability.Record
 }
 
 type consultInfo struct {
@@ -257,7 +264,7 @@ func (t *turn) main() {
 	ev.Context.Turn = t.number
 	o := t.m.observe(ev)
 	t.obsID = o.ID
-	if t.ctx.Err() == nil {
+	if t.ctx.Err() == nil && !t.capabilityCommand(t.ctx, o) {
 		_ = t.m.integrate(t.ctx, o, &t.run)
 	}
 	t.finish(&o)
@@ -290,11 +297,18 @@ func (t *turn) finish(o *Observation) {
 		}
 		b := t.v.batch(t.m.pol.src.Limits, now)
 		b.Turn = &rec
+		capsDirty := t.in.capsDirty.Swap(false)
+		if capsDirty {
+			b.Capabilities = t.in.capabilitiesJSON()
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), commitTimeout)
 		err := c.commit(ctx, b)
 		cancel()
 		if err != nil {
 			status, t.err = "failed", fmt.Errorf("agent: saving turn %d of %s: %w", t.number, t.in.key.Agent, err)
+			if capsDirty {
+				t.in.capsDirty.Store(true) // saved with the next commit
+			}
 		} else {
 			t.slot.last = t.number
 		}
@@ -334,17 +348,6 @@ var errTurnEnded = errors.New("agent: turn ended")
 func (t *turn) endErr() error { return t.err }
 
 // ---- effects ----
-
-// callTool calls tool as an effect of the turn.
-func (t *turn) callTool(ctx context.Context, name, input string, tool Tool) (string, error) {
-	var out string
-	err := t.await(func() error {
-		var err error
-		out, err = tool(ctx, input)
-		return err
-	})
-	return out, err
-}
 
 // complete asks the model as an effect of the turn, after waiting for a slot of the limiter.
 func (t *turn) complete(ctx context.Context, model Model, msgs []ChatMessage, specs []ToolSpec, onText func(string)) (ChatMessage, error) {

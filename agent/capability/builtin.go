@@ -5,6 +5,7 @@ package capability
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -110,10 +111,20 @@ func (v *selfView) policy(ctx context.Context, c *Call) (any, error) {
 	return v.self.Policy(ctx)
 }
 
-// Symbol is one entry of an agent's symbol table: a capability it holds, and what depends on
-// it.
+// Symbol is one entry of an agent's symbol table: a capability it holds, how, and what depends
+// on it. (Its methods' schemas are its tools'; the table names them only.)
 type Symbol struct {
-	Held
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Methods     []string         `json:"methods"`
+	Contract    Contract         `json:"contract"`
+	Strategy    Strategy         `json:"strategy"`
+	Approved    bool             `json:"approved"`
+	Usage       map[string]Usage `json:"usage,omitempty"`
+	// Depth is how many derivations separate it from the capability first made.
+	Depth   int    `json:"depth"`
+	Offered bool   `json:"offered"`
+	Revoked string `json:"revoked,omitempty"`
 	// UsedBy are the rules that call it.
 	UsedBy []string `json:"usedBy,omitempty"`
 }
@@ -131,7 +142,13 @@ func (v *selfView) capabilities(ctx context.Context, c *Call) (any, error) {
 	}
 	var out []Symbol
 	for _, h := range v.set.Installed() {
-		out = append(out, Symbol{Held: h, UsedBy: uses[h.Name]})
+		var methods []string
+		for _, m := range h.Methods {
+			methods = append(methods, m.Name)
+		}
+		out = append(out, Symbol{Name: h.Name, Description: h.Description, Methods: methods, Contract: h.Contract,
+			Strategy: h.Strategy, Approved: h.Approved, Usage: h.Usage, Depth: h.Depth, Offered: h.Offered, Revoked: h.Revoked,
+			UsedBy: append(slices.Clone(uses[h.Name]), uses["*"]...)})
 	}
 	return map[string]any{"capabilities": out}, nil
 }

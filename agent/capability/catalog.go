@@ -254,6 +254,7 @@ type Self interface {
 	Memory(ctx context.Context, query string, limit int) (any, error)
 	// Policy returns the instance's policy: its rules and axioms, and its version.
 	Policy(ctx context.Context) (any, error)
-	// Uses returns, for each capability name, the rules that call it.
+	// Uses returns, for each capability name, the rules that call it; under "*", the rules
+	// that may call any (a consult's model, a call whose capability is computed).
 	Uses(ctx context.Context) (map[string][]string, error)
 }

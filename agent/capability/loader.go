@@ -118,7 +118,7 @@ func (l *loader) uninstall(ctx context.Context, c *Call) (any, error) {
 
 // decider names who an origin's call acts for, in records.
 func decider(o Origin) string {
-	if o.Kind == OriginUser && o.Name != "" {
+	if trustedOrigin(o) && o.Name != "" {
 		return o.Name
 	}
 	return o.String()
@@ -146,8 +146,9 @@ type Installed struct {
 
 // InstallOffered installs the catalog's capability name, as the loader's install does, for
 // origin: under strategy (ParseStrategy's form; "" for the operator's default), narrowed by r
-// (nil for none). The user (origin.Kind OriginUser) may choose any strategy at least as strict
-// as the manifest's minimum, and installs without being asked; the model and rules only one at
+// (nil for none). The user (origin.Kind OriginUser) and the operator (OriginOperator) may choose
+// any strategy at least as strict as the manifest's minimum, and install without being asked
+// (their request is their approval); the model and rules only one at
 // least as strict as the operator's default, and the user must approve the installation (an
 // *ApprovalRequired; carry it out with approval set to its ID and the same args) unless the
 // operator's default is pre-approved or audit-only. args identify the request for the
@@ -168,7 +169,7 @@ func (s *Set) InstallOffered(ctx context.Context, name, strategy string, r *Rest
 	switch {
 	case !st.Kind.AtLeast(min):
 		return Installed{}, fmt.Errorf("%w: %s may not be held under %s, only %s or stricter", ErrBadStrategy, name, st.Kind, min)
-	case origin.Kind != OriginUser && !st.Kind.AtLeast(def.Kind):
+	case !trustedOrigin(origin) && !st.Kind.AtLeast(def.Kind):
 		return Installed{}, fmt.Errorf("%w: only the user may install %s under a strategy looser than %s", ErrBadStrategy, name, def.Kind)
 	}
 	var rs Restrictions
@@ -183,8 +184,8 @@ func (s *Set) InstallOffered(ctx context.Context, name, strategy string, r *Rest
 	if err != nil {
 		return Installed{}, err
 	}
-	trusted := origin.Kind == OriginUser || def.Kind == PreApproved || def.Kind == AuditOnly
-	approved, by := origin.Kind == OriginUser, decider(origin)
+	trusted := trustedOrigin(origin) || def.Kind == PreApproved || def.Kind == AuditOnly
+	approved, by := trustedOrigin(origin), decider(origin)
 	if !trusted {
 		want := Pending{Kind: PendingInstall, Capability: name, Method: "install", Args: args, Session: session}
 		s.mu.Lock()
@@ -218,6 +219,10 @@ func (s *Set) InstallOffered(ctx context.Context, name, strategy string, r *Rest
 	}
 	return Installed{Name: name, Strategy: st, Contract: contract, Approved: approved}, nil
 }
+
+// trustedOrigin reports whether a request's origin speaks for the principal or the operator
+// themselves, so that asking them would be asking them to confirm their own request.
+func trustedOrigin(o Origin) bool { return o.Kind == OriginUser || o.Kind == OriginOperator }
 
 func nonNilSlice[T any](s []T) []T {
 	if s == nil {

@@ -54,8 +54,9 @@ type SetOptions struct {
 	// Observe, when set, is told of approvals and refusals decided, installs and
 	// uninstalls, strategy changes, and calls refused, exhausted or revoked: the instance logs
 	// them as observations. It is called without locks held, in the goroutine that caused the
-	// record, after the record is in the audit log.
-	Observe func(Record)
+	// record, with the context of the call that caused it, after the record is in the audit
+	// log.
+	Observe func(context.Context, Record)
 	// Changed, when set, is called after the set's State changed (an install, an uninstall,
 	// a strategy, an approval asked, decided or used, a budget spent), without locks held, in
 	// the goroutine that changed it: the runtime saves State then, or at the end of the turn.
@@ -77,7 +78,7 @@ type Set struct {
 	principal  string
 	catalog    *Catalog
 	audit      Audit
-	observe    func(Record)
+	observe    func(context.Context, Record)
 	changed    func()
 	self       Self
 	now        func() time.Time
@@ -172,6 +173,9 @@ type Grant struct {
 	By string
 	// Restrictions narrow the holder's copy.
 	Restrictions Restrictions
+	// Silent installs without a record: for what a program installs on every start (its own
+	// tools), which would otherwise fill the audit log with the same news.
+	Silent bool
 }
 
 // Install holds c under g: the set holds its own copy, derived from c (by g.Restrictions), so
@@ -212,7 +216,9 @@ func (s *Set) install(ctx context.Context, c *Capability, g Grant, offered bool,
 		copy.Revoke(err)
 		return err
 	}
-	s.record(ctx, Record{Capability: c.name, Outcome: OutcomeInstalled, Strategy: g.Strategy, By: cmpOr(g.By, "unknown"), Origin: origin}, true)
+	if !g.Silent {
+		s.record(ctx, Record{Capability: c.name, Outcome: OutcomeInstalled, Strategy: g.Strategy, By: cmpOr(g.By, "unknown"), Origin: origin}, true)
+	}
 	s.notify()
 	return nil
 }
@@ -342,6 +348,18 @@ func (s *Set) heldLocked(name string) Held {
 		h.Revoked = err.Error()
 	}
 	return h
+}
+
+// Describe returns the description of the capability name as the set holds it (its
+// methods and contract after restrictions).
+func (s *Set) Describe(name string) (Description, bool) {
+	s.mu.Lock()
+	g := s.held[name]
+	s.mu.Unlock()
+	if g == nil {
+		return Description{}, false
+	}
+	return g.cap.Describe(), true
 }
 
 // Lend returns a capability derived from the set's copy of name by r, for a sub-agent or a
@@ -533,7 +551,7 @@ func (s *Set) record(ctx context.Context, r Record, observed bool) {
 	// An audit log that fails must not fail the call it records: the record is still observed.
 	_ = s.audit.Append(context.WithoutCancel(ctx), r)
 	if observed && s.observe != nil {
-		s.observe(r)
+		s.observe(ctx, r)
 	}
 }
 
@@ -555,7 +573,7 @@ func (s *Set) recordErr(ctx context.Context, r Record, err error) {
 	case errors.Is(err, ErrRevoked):
 		r.Outcome = OutcomeRevoked
 	case errors.Is(err, ErrDenied):
-		r.Outcome = OutcomeDenied
+		r.Outcome, observed = OutcomeDenied, false // the decision was observed when it was made
 	default:
 		r.Outcome, observed = OutcomeFailed, false
 		if r.Strategy.Kind != AuditOnly && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrNoPending) {

@@ -81,6 +81,9 @@ func (c *Client) Complete(ctx context.Context, msgs []agent.ChatMessage, tools [
 		var x wireTool
 		x.Type = "function"
 		x.Function.Name, x.Function.Description, x.Function.Parameters = t.Name, t.Description, inputSchema
+		if t.Parameters != nil { // a capability's method: its own schema
+			x.Function.Parameters = t.Parameters
+		}
 		wt = append(wt, x)
 	}
 	body, err := json.Marshal(struct {

@@ -88,6 +88,12 @@ CREATE TABLE agent_sessions (
 	PRIMARY KEY (inst, id)
 );
 `,
+	`
+CREATE TABLE agent_capabilities (
+	inst  bigint NOT NULL PRIMARY KEY REFERENCES agent_instances (id),
+	state json   NOT NULL
+);
+`,
 }
 
 // Options tune Open. The zero value (or nil) is the default for each field.
@@ -209,8 +215,15 @@ func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error
 			return err
 		}
 		ws, err := query[agent.WorkingState](ctx, tx, `SELECT state FROM agent_working WHERE inst = $1`, id)
+		if err != nil {
+			return err
+		}
 		if len(ws) > 0 {
 			snap.Working = ws[0]
+		}
+		caps, err := query[json.RawMessage](ctx, tx, `SELECT state FROM agent_capabilities WHERE inst = $1`, id)
+		if len(caps) > 0 {
+			snap.Capabilities = caps[0]
 		}
 		return err
 	})
@@ -258,6 +271,12 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 		}
 		for _, x := range b.Reviews {
 			if err := upsert(ctx, tx, "agent_reviews", "review", id, x.ID, x); err != nil {
+				return err
+			}
+		}
+		if b.Capabilities != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_capabilities (inst, state) VALUES ($1, $2)
+				ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, string(b.Capabilities)); err != nil {
 				return err
 			}
 		}

@@ -184,6 +184,12 @@ CREATE TABLE agent_sessions (
 	PRIMARY KEY (inst, id)
 ) STRICT;
 `,
+	`
+CREATE TABLE agent_capabilities (
+	inst  INTEGER NOT NULL PRIMARY KEY,
+	state BLOB    NOT NULL
+) STRICT;
+`,
 }
 
 // Store is an agent.Store in SQLite. It is safe for concurrent use.
@@ -314,6 +320,13 @@ func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error
 	if len(ws) > 0 {
 		snap.Working = ws[0]
 	}
+	caps, err := query[json.RawMessage](ctx, tx, `SELECT state FROM agent_capabilities WHERE inst = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(caps) > 0 {
+		snap.Capabilities = caps[0]
+	}
 	return snap, nil
 }
 
@@ -360,6 +373,12 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 	if b.Working != nil {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_working (inst, state) VALUES (?, ?)
 			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, mustJSON(b.Working)); err != nil {
+			return wrap("commit", err)
+		}
+	}
+	if b.Capabilities != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_capabilities (inst, state) VALUES (?, ?)
+			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, []byte(b.Capabilities)); err != nil {
 			return wrap("commit", err)
 		}
 	}

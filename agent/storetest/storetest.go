@@ -161,6 +161,28 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 			t.Errorf("Working after replacing it with nothing = %+v", got)
 		}
 	})
+	t.Run("CapabilitiesAreReplacedWholeAndPerInstance", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		if got := load(t, s, alice).Capabilities; got != nil {
+			t.Errorf("Capabilities of a new instance = %s, want none", got)
+		}
+		first := json.RawMessage(`{"held":[{"name":"fs","strategy":{"kind":"contract"}}],"next":3}`)
+		commit(t, s, alice, &agent.Batch{Capabilities: first})
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{{ID: "o1", Seq: 1, Time: at}}}) // unchanged
+		got := load(t, s, alice).Capabilities
+		var a, b any
+		if json.Unmarshal(first, &a) != nil || json.Unmarshal(got, &b) != nil || !cmp.Equal(a, b) {
+			t.Errorf("Capabilities = %s, want %s", got, first)
+		}
+		commit(t, s, alice, &agent.Batch{Capabilities: json.RawMessage(`{"held":[],"next":4}`)})
+		if got := load(t, s, alice).Capabilities; !strings.Contains(string(got), `"next":4`) {
+			t.Errorf("Capabilities after replacing = %s", got)
+		}
+		if got := load(t, s, bob).Capabilities; got != nil {
+			t.Errorf("bob's Capabilities = %s, want none", got)
+		}
+	})
 	t.Run("TurnRecordsAndSessions", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
