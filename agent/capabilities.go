@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
@@ -524,3 +526,10 @@ func (h *Host) Capabilities(ctx context.Context, p Principal) (set *capability.S
 // Audit returns the capability audit log of every instance of the host: the operator's view
 // (a principal reads its own through its set, or the /capability audit command).
 func (h *Host) Audit() capability.Audit { return h.audit }
+
+// CallerCapabilities is [Host.Capabilities] for a caller of the A2A bindings, named as the
+// executor names principals (tenant, and the user when authenticated): what
+// binding.Options.AgentCapabilities takes.
+func (h *Host) CallerCapabilities(ctx context.Context, tenant string, user *a2asrv.User) (*capability.Set, func(), error) {
+	return h.Capabilities(ctx, PrincipalOf(&a2asrv.ExecutorContext{Tenant: tenant, User: user}))
+}

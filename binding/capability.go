@@ -73,6 +73,7 @@ var writes = map[string]bool{
 	"SendMessage": true, "SendStreamingMessage": true, "CancelTask": true,
 	"CreateTaskPushNotificationConfig": true, "DeleteTaskPushNotificationConfig": true,
 	"ResetSession": true, "ForkSession": true, "MergeSession": true, // the sessions extension
+	"Capabilities": true,
 }
 
 // taskScoped are the methods a grant limited to tasks checks the request's task for.

@@ -46,12 +46,15 @@ type capnwebBinding struct {
 	caps    CapabilityStore
 	// credentials are the parameter names a call may not carry (credentialParams).
 	credentials map[string]bool
+	// agentCaps is Options.AgentCapabilities.
+	agentCaps AgentCapabilities
 	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
 	revokedIDs sync.Map
 }
 
 func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options, card *a2a.AgentCard) *capnwebBinding {
-	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities, window: o.ObserverWindow, credentials: credentialParams(card)}
+	b := &capnwebBinding{h: h, hh: hh, auth: o.Authenticate, quotas: o.Quotas.counts(), caps: o.Capabilities, window: o.ObserverWindow,
+		credentials: credentialParams(card), agentCaps: o.AgentCapabilities}
 	if o.Quotas != nil {
 		b.calls = o.Quotas.CapnwebCalls
 	}

@@ -157,6 +157,12 @@ type Options struct {
 	// save/restore answer UNSUPPORTED_OPERATION.
 	Capabilities CapabilityStore
 
+	// AgentCapabilities gives capnweb sessions their agent's capabilities: capabilities() on
+	// an AgentSession returns a Capabilities object (the loader, approvals, the audit log, and
+	// lend, through which a client lends the agent a capability of its own). Zero: that call
+	// answers UNSUPPORTED_OPERATION.
+	AgentCapabilities AgentCapabilities
+
 	// Quotas bounds what each principal holds at once: running tasks, open streams, and
 	// pending calls per capnweb session. The same *Quotas given to GRPCOptions counts both
 	// servers together. NewHTTPHandler panics on a negative field.

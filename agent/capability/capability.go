@@ -318,6 +318,16 @@ func (c *Capability) Root() *Capability {
 	return c
 }
 
+// descendsFrom reports whether c is a, or was derived (directly or not) from a.
+func (c *Capability) descendsFrom(a *Capability) bool {
+	for x := c; x != nil; x = x.parent {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Capability) method(name string) *Method {
 	for i := range c.methods {
 		if c.methods[i].Name == name {

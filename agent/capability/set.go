@@ -245,6 +245,19 @@ func (s *Set) Uninstall(ctx context.Context, name, by string) error {
 	return nil
 }
 
+// UninstallCapability uninstalls the capability the set holds a copy of c under c's name, if it
+// does (and not another of the same name installed since): for whoever lent the set c and is
+// taking it back.
+func (s *Set) UninstallCapability(ctx context.Context, c *Capability, by string) error {
+	s.mu.Lock()
+	g := s.held[c.name]
+	s.mu.Unlock()
+	if g == nil || !g.cap.descendsFrom(c) {
+		return fmt.Errorf("%w: %s", ErrNotHeld, c.name)
+	}
+	return s.Uninstall(ctx, c.name, by)
+}
+
 // SetStrategy sets the strategy of the capability name: for the session, or, with session "",
 // for every session without one of its own. It may not be looser than the capability's
 // minimum. A new budget starts unspent.

@@ -1,0 +1,70 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/client"
+	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+)
+
+// Call-by-call approval through input-required, from a stock A2A client over JSON-RPC and over
+// capnweb: the task waits showing the call; the user's reply on the task approves or refuses
+// it.
+func TestCallByCallApprovalOverBindings(t *testing.T) {
+	t.Parallel()
+	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingCapnweb, client.BindingREST, client.BindingCapnwebBatch} {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			cat, _, dir := notesFS(t, capability.Strategy{Kind: capability.CallByCall})
+			h := newHost(t, &agent.Definition{Name: "helper", Policy: saver(), Capabilities: cat, Preinstall: []string{"fs"}}, nil)
+			srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(h)})
+			c, err := client.New(t.Context(), srv.URL, &client.Options{Binding: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Destroy() })
+			send := func(task *a2a.Task, text string) *a2a.Task {
+				t.Helper()
+				m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+				if task != nil {
+					m.TaskID, m.ContextID = task.ID, task.ContextID
+				}
+				res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+				if err != nil {
+					t.Fatalf("SendMessage(%q) = %v", text, err)
+				}
+				got, ok := res.(*a2a.Task)
+				if !ok {
+					t.Fatalf("SendMessage(%q) = %T", text, res)
+				}
+				return got
+			}
+			task := send(nil, "save notes/a.txt")
+			if task.Status.State != a2a.TaskStateInputRequired || !strings.Contains(a2atest.Text(task.Status.Message), "wants to call fs.write") {
+				t.Fatalf("the task waits: %s %q", task.Status.State, a2atest.Text(task.Status.Message))
+			}
+			task = send(task, "yes")
+			if task.Status.State != a2a.TaskStateCompleted {
+				t.Fatalf("after yes: %s %q", task.Status.State, a2atest.Text(task.Status.Message))
+			}
+			if data, _ := os.ReadFile(filepath.Join(dir, "notes", "a.txt")); string(data) != "hello" {
+				t.Errorf("the file holds %q", data)
+			}
+			other := send(nil, "save notes/b.txt")
+			other = send(other, "no")
+			if other.Status.State != a2a.TaskStateCompleted || !strings.Contains(a2atest.Text(other.Status.Message), "denied: capability: refused by the user") {
+				t.Errorf("after no: %s %q", other.Status.State, a2atest.Text(other.Status.Message))
+			}
+			if _, err := os.Stat(filepath.Join(dir, "notes", "b.txt")); err == nil {
+				t.Error("the refused call wrote its file")
+			}
+		})
+	}
+}
