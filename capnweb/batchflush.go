@@ -111,7 +111,7 @@ func (s *Session) sealBatch(ctx context.Context) bool {
 	}
 	s.mu.Unlock()
 	for _, p := range pending {
-		v, err, ok := tryPull(p.h)
+		v, err, ok := s.tryAnswerPull(p.h)
 		if !ok {
 			v, err = nil, ErrBatchPending
 		}

@@ -276,8 +276,17 @@ func (p *promiseHook) dup() hook {
 }
 
 func (p *promiseHook) pull(ctx context.Context) (any, error) {
+	r, err := p.settle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.pull(ctx)
+}
+
+// settle waits for the promise to settle and returns its resolution, borrowed.
+func (p *promiseHook) settle(ctx context.Context) (hook, error) {
 	if r, _ := p.wait(false); r != nil {
-		return r.pull(ctx)
+		return r, nil
 	}
 	yieldGate(ctx)
 	r, done := p.wait(true)
@@ -289,7 +298,7 @@ func (p *promiseHook) pull(ctx context.Context) (any, error) {
 		}
 		r = p.res // set before done closed
 	}
-	return r.pull(ctx)
+	return r, nil
 }
 
 // wait returns the resolution once waiters may have it (woken), or else, with mk, the channel

@@ -1,8 +1,14 @@
 package capnweb_test
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/internal/capnwebtest"
@@ -53,4 +59,89 @@ func TestMapCapturesDirectStubs(t *testing.T) {
 			checkClean(t, e.client)
 		})
 	}
+}
+
+// tapTransport records the messages a session receives.
+type tapTransport struct {
+	capnweb.Transport
+	mu   sync.Mutex
+	recv []string
+}
+
+func (t *tapTransport) Receive(ctx context.Context) ([]byte, error) {
+	m, err := t.Transport.Receive(ctx)
+	if err == nil {
+		t.mu.Lock()
+		t.recv = append(t.recv, string(m))
+		t.mu.Unlock()
+	}
+	return m, err
+}
+
+func (t *tapTransport) received() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.recv)
+}
+
+// TestMapCallbackResultsAreReferences: a mapper that calls the client's callback gets its
+// result sent at once, each element a reference to the callback's own result, which the
+// client resolves itself: the server pulls none of them (one round trip per element), and a
+// callback that has not answered holds nothing up on the server.
+func TestMapCallbackResultsAreReferences(t *testing.T) {
+	t.Parallel()
+	a, b := capnweb.Pipe()
+	srv := capnweb.NewSession(a, &capnwebtest.API{}, nil)
+	defer srv.Close()
+	tap := &tapTransport{Transport: b}
+	cli := capnweb.NewSession(tap, nil, nil)
+	defer cli.Close()
+	gate := make(chan struct{})
+	cb := capnweb.NewStub(func(ctx context.Context, id float64) (string, error) {
+		if id == 2 {
+			select { // the second element's answer waits
+			case <-gate:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		return fmt.Sprintf("cb%v", id), nil
+	})
+	defer cb.Release()
+	mapped := cli.Main().Call("listIds").Map(func(_ *capnweb.Mapper, id *capnweb.Promise) any {
+		return cb.Invoke(id)
+	})
+	got := make(chan any, 1)
+	go func() {
+		v, err := mapped.Await(t.Context())
+		if err != nil {
+			v = err
+		}
+		got <- v
+	}()
+	deadline := time.Now().Add(5 * time.Second) // generous: the resolve follows three local calls
+	var resolve string
+	for resolve == "" && time.Now().Before(deadline) {
+		for _, m := range tap.received() {
+			if strings.HasPrefix(m, `["resolve",`) && strings.Contains(m, `"pipeline"`) {
+				resolve = m
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if resolve == "" {
+		t.Fatalf("no resolve of the map with references while a callback waited; received %q", tap.received())
+	}
+	for _, m := range tap.received() {
+		if strings.HasPrefix(m, `["pull",`) {
+			t.Errorf("the server pulled a callback's result: %s", m)
+		}
+	}
+	close(gate)
+	if diff := cmp.Diff([]any{"cb1", "cb2", "cb3"}, <-got); diff != "" {
+		t.Errorf("listIds().map(id => cb(id)) (-want +got):\n%s", diff)
+	}
+	mapped.Release()
+	checkClean(t, cli)
+	checkClean(t, srv)
 }

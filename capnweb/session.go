@@ -968,10 +968,10 @@ func (s *Session) answer(id int64, h hook, auto bool, blocking bool) {
 	var v any
 	var err error
 	if blocking {
-		v, err = h.pull(s.ctx)
+		v, err = s.answerPull(s.ctx, h)
 	} else {
 		var ok bool
-		if v, err, ok = tryPull(h); !ok {
+		if v, err, ok = s.tryAnswerPull(h); !ok {
 			s.mu.Lock()
 			if s.err != nil {
 				s.mu.Unlock()

@@ -16,7 +16,7 @@
 // On failure the WebSocket frames seen by the client for that scenario are dumped to stderr.
 
 import { WebSocket } from "ws";
-import { RpcTarget, newWebSocketRpcSession, newHttpBatchRpcSession } from "capnweb";
+import { RpcStub, RpcTarget, newWebSocketRpcSession, newHttpBatchRpcSession } from "capnweb";
 
 // capnweb's WebSocket transport references the global `WebSocket`; Node 20 has none.
 if (typeof globalThis.WebSocket === "undefined") {
@@ -364,6 +364,30 @@ const wsScenarios = {
        [{ n: "ann", greeting: "Hello, ann" }, { n: "ben", greeting: "Hello, ben" }],
        "listUsers().map(...)");
     eq(await api.maybeNull().map(id => api.getUserName(id)), null, "maybeNull().map(...)");
+  },
+
+  // A mapper that calls a client callback: the server sends the map's result at once, each
+  // element a reference to the callback's own result, and pulls none of them (it would wait on
+  // a callback that never answers, one round trip per element).
+  async "map-callback"(ctx) {
+    const s = openWs(ctx);
+    const { api } = s;
+    let open;
+    const gate = new Promise(r => { open = r; });
+    const cb = new RpcStub(async id => {
+      if (id === 2) await gate; // the second element's answer waits
+      return `cb${id}`;
+    });
+    const resolved = s.waitForServerMessage(
+        m => Array.isArray(m) && m[0] === "resolve" && JSON.stringify(m).includes('"pipeline"'));
+    const mapped = api.listIds().map(id => cb(id));
+    const result = mapped.then(v => v);
+    await withTimeout(resolved, 2000, "the map's resolve, sent before every callback answered");
+    const pulls = ctx.frames.filter(f => f.startsWith("S->C [\"pull\""));
+    eq(pulls, [], "pulls the server sent");
+    open();
+    eq(await result, ["cb1", "cb2", "cb3"], "listIds().map(id => cb(id))");
+    cb[Symbol.dispose]();
   },
 
   async error(ctx) {

@@ -221,6 +221,16 @@ func scenarioMap(t *testing.T, api *capnweb.Stub) {
 	if diff := cmp.Diff([]idName{{1, "user1"}, {2, "user2"}, {3, "user3"}}, Await[[]idName](t, direct)); diff != "" {
 		t.Errorf("listIds().map(id => ({id, name: api.getUserName(id)})) (-want +got):\n%s", diff)
 	}
+	// A mapper that calls the client's own callback: the server answers with references to
+	// the callback's results, which the client resolves itself.
+	cb := capnweb.NewStub(func(id float64) string { return fmt.Sprintf("cb%v", id) })
+	viaCallback := api.Call("listIds").Map(func(_ *capnweb.Mapper, id *capnweb.Promise) any {
+		return cb.Invoke(id)
+	})
+	if diff := cmp.Diff([]string{"cb1", "cb2", "cb3"}, Await[[]string](t, viaCallback)); diff != "" {
+		t.Errorf("listIds().map(id => cb(id)) (-want +got):\n%s", diff)
+	}
+	cb.Release()
 	null := api.Call("maybeNull").Map(func(m *capnweb.Mapper, x *capnweb.Promise) any {
 		return m.Capture(api).Call("getUserName", x)
 	})
