@@ -74,7 +74,7 @@ func TestInlinePushConfigGetsFirstEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := st.ClaimDeliveries(t.Context(), 100, time.Hour)
+	ds, err := st.ClaimDeliveries(t.Context(), store.ClaimQuery{Limit: 100, Lease: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

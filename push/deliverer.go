@@ -2,11 +2,20 @@ package push
 
 // Concurrency model
 //
-//   - The Deliverer owns one goroutine (loop), started by New and waited for by Close. Each
-//     round it claims a batch of due deliveries from the store and sends them concurrently,
-//     one goroutine per delivery (at most Options.Workers), waiting for all before claiming
-//     again. No lock is held while sending: the store's claim (a lease) is what keeps another
-//     process, or a later round, from sending the same delivery meanwhile.
+//   - The Deliverer owns one goroutine (loop), started by New and waited for by Close, which
+//     claims due deliveries from the store whenever a worker slot is free and something may
+//     be due (a Wake, a tick of PollInterval, a delivery that ended), and starts one goroutine
+//     per claimed delivery. At most Options.Workers deliveries are in flight (the slots
+//     channel); the loop never waits for a delivery, only for a slot, so no delivery waits for
+//     another to end: there is no batch to finish.
+//   - Isolation is the store's claim (store.ClaimQuery): it passes over the deliveries of a
+//     principal that has PerPrincipal in flight, or PerDestination to one destination, in any
+//     process on the store, and gives principals turns. A receiver that never answers holds
+//     at most PerDestination of its principal's slots, each for at most Timeout; everything
+//     else keeps flowing.
+//   - Each delivery goroutine sends, then settles the delivery in the store and frees its slot;
+//     wg counts them, and Close waits for them. No lock is held while sending: the claim (a
+//     lease) is what keeps another process, or a later claim, from sending the same delivery.
 //   - Wake only signals a buffered channel; it never blocks.
 
 import (
@@ -28,6 +37,13 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/netguard"
 	"github.com/a2awebcap/a2awebcap/store"
+)
+
+// Defaults of Options.Workers, PerDestination and PerPrincipal.
+const (
+	DefaultWorkers        = 64
+	DefaultPerDestination = 4
+	DefaultPerPrincipal   = 8
 )
 
 // Options configure a Deliverer. Nil means the documented defaults.
@@ -54,8 +70,19 @@ type Options struct {
 	// PollInterval is how often the outbox is polled when nothing wakes the deliverer
 	// (deliveries due after a backoff, or enqueued by another process). Zero means 1s.
 	PollInterval time.Duration
-	// Workers is how many deliveries are sent at once. Zero means 8.
+	// Workers is how many deliveries this deliverer sends at once: each is a goroutine and a
+	// connection. Zero means DefaultWorkers, 64.
 	Workers int
+	// PerDestination bounds the deliveries of one principal to one destination (the URL's
+	// scheme, host and port) in flight at once, in every process on the store: a receiver
+	// that is slow or never answers holds no more of its principal's deliveries than this.
+	// Zero means DefaultPerDestination, 4; negative: no bound.
+	PerDestination int
+	// PerPrincipal bounds the deliveries of one principal in flight at once, to every
+	// destination, in every process on the store: one principal's receivers cannot take every
+	// worker. Anonymous callers are one principal. Zero means DefaultPerPrincipal, 8;
+	// negative: no bound.
+	PerPrincipal int
 	// Logger receives delivery failures. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -71,6 +98,9 @@ type Deliverer struct {
 	client *http.Client
 
 	wake   chan struct{}
+	slots  chan struct{} // one per delivery in flight; capacity Workers
+	freed  chan struct{} // a delivery ended (buffered, 1)
+	wg     sync.WaitGroup
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	once   sync.Once
@@ -81,7 +111,7 @@ var errClosing = errors.New("push: deliverer closed")
 
 // New starts a deliverer of st's outbox signing with key. Close stops it.
 func New(st store.Store, key *Key, opts *Options) *Deliverer {
-	d := &Deliverer{st: st, key: key, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	d := &Deliverer{st: st, key: key, wake: make(chan struct{}, 1), freed: make(chan struct{}, 1), done: make(chan struct{})}
 	if opts != nil {
 		d.opts = *opts
 	}
@@ -102,7 +132,13 @@ func New(st store.Store, key *Key, opts *Options) *Deliverer {
 		o.PollInterval = time.Second
 	}
 	if o.Workers <= 0 {
-		o.Workers = 8
+		o.Workers = DefaultWorkers
+	}
+	if o.PerDestination == 0 {
+		o.PerDestination = DefaultPerDestination
+	}
+	if o.PerPrincipal == 0 {
+		o.PerPrincipal = DefaultPerPrincipal
 	}
 	d.log = o.Logger
 	if d.log == nil {
@@ -112,6 +148,7 @@ func New(st store.Store, key *Key, opts *Options) *Deliverer {
 		Resolver: o.Resolver, Dialer: &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}})
 	tr := d.guard.Transport() // dials only allowed addresses, through no proxy
 	tr.ResponseHeaderTimeout = o.Timeout
+	tr.MaxIdleConnsPerHost = max(o.PerDestination, 2)
 	d.client = &http.Client{
 		Transport: tr,
 		// Redirects are not followed: a receiver answers 2xx, and a redirect is how a public
@@ -119,6 +156,7 @@ func New(st store.Store, key *Key, opts *Options) *Deliverer {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       o.Timeout,
 	}
+	d.slots = make(chan struct{}, o.Workers)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	d.cancel = cancel
 	go d.loop(ctx)
@@ -154,32 +192,51 @@ func (d *Deliverer) Done() <-chan struct{} { return d.done }
 
 func (d *Deliverer) loop(ctx context.Context) {
 	defer close(d.done)
+	defer d.wg.Wait() // the deliveries in flight, cut short by ctx, settle first
 	// A claim outlives an attempt: a delivery in flight is not claimed again meanwhile.
-	lease := 2*d.opts.Timeout + 5*time.Second
+	q := store.ClaimQuery{Lease: 2*d.opts.Timeout + 5*time.Second,
+		PerDestination: max(d.opts.PerDestination, 0), PerOwner: max(d.opts.PerPrincipal, 0)}
 	tick := time.NewTicker(d.opts.PollInterval)
 	defer tick.Stop()
 	for {
-		batch, err := d.st.ClaimDeliveries(ctx, d.opts.Workers, lease)
-		if err != nil && ctx.Err() == nil {
-			d.log.Error("push: cannot claim deliveries", "err", err)
+		more := false
+		if free := cap(d.slots) - len(d.slots); free > 0 {
+			q.Limit = free
+			batch, err := d.st.ClaimDeliveries(ctx, q)
+			if err != nil && ctx.Err() == nil {
+				d.log.Error("push: cannot claim deliveries", "err", err)
+			}
+			for _, dl := range batch {
+				d.slots <- struct{}{} // never blocks: the claim took no more than the free slots
+				d.wg.Go(func() {
+					defer d.release()
+					d.deliver(ctx, dl)
+				})
+			}
+			more = err == nil && len(batch) == free // more may be due
 		}
-		var wg sync.WaitGroup
-		for _, dl := range batch {
-			wg.Go(func() { d.deliver(ctx, dl) })
-		}
-		wg.Wait()
 		if ctx.Err() != nil {
 			return
 		}
-		if len(batch) == d.opts.Workers {
-			continue // more may be due
+		if more {
+			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
+		case <-d.freed:
 		case <-tick.C:
 		}
+	}
+}
+
+// release frees a delivery's slot and tells the loop, which may claim again.
+func (d *Deliverer) release() {
+	<-d.slots
+	select {
+	case d.freed <- struct{}{}:
+	default:
 	}
 }
 

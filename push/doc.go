@@ -6,7 +6,10 @@
 // (a lease: several processes may run one on a store), POSTs each event as an
 // a2a.StreamResponse to the config's URL, deletes it on a 2xx answer, and otherwise retries
 // with exponential backoff and jitter, dropping it (logged) after Options.MaxAttempts.
-// Undelivered rows survive a restart: delivery is at least once.
+// Undelivered rows survive a restart: delivery is at least once. A slow or dead receiver delays
+// only its own deliveries: a Deliverer has no batches, and the store's claim bounds what one
+// principal has in flight, to one destination (Options.PerDestination) and in all
+// (Options.PerPrincipal), and gives principals turns.
 //
 // Each delivery carries the config's authentication (Authorization: scheme credentials), its
 // token (X-A2A-Notification-Token), a delivery ID (X-A2A-Push-Delivery, the same on every
@@ -21,8 +24,10 @@
 //		return nil
 //	}))
 //
-// Deliveries only go to public addresses: the address actually dialed (after resolution, so
-// DNS rebinding is covered) must not be loopback, private, link-local (cloud metadata),
-// unspecified or multicast, unless Options.Allow or Options.AllowHosts list it; redirects are
-// not followed. Deliverer.CheckURL applies the same rule when a config is created.
+// Deliveries only go to public addresses, by package netguard's rule: the address actually
+// dialed (after resolution, so DNS rebinding is covered) must not be in an IANA special-purpose
+// block — loopback, private, link-local (cloud metadata) and the rest — nor multicast, nor an
+// IPv6 form that embeds such an IPv4 address (NAT64, 6to4, Teredo, IPv4-mapped), unless
+// Options.Allow or Options.AllowHosts list it; redirects are not followed. Deliverer.CheckURL
+// applies the same rule when a config is created.
 package push

@@ -282,7 +282,7 @@ func (f *fixture) emit(t *testing.T, n int) {
 
 // outboxEmpty reports whether nothing is left to deliver (claiming with a short lease).
 func (f *fixture) outboxEmpty(t *testing.T) bool {
-	ds, err := f.st.ClaimDeliveries(context.Background(), 100, time.Millisecond)
+	ds, err := f.st.ClaimDeliveries(context.Background(), store.ClaimQuery{Limit: 100, Lease: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

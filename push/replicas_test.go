@@ -137,3 +137,42 @@ func TestRestartDelivers(t *testing.T) {
 		t.Errorf("%d deliveries failed verification", bad)
 	}
 }
+
+// TestReplicasShareBounds: two deliverers on one database (two processes) count each other's
+// deliveries in flight: a tarpit holds no more than PerDestination connections of one
+// principal on PostgreSQL, whose claims take turns; on SQLite two processes claiming at the
+// same instant may each fill the bound once.
+func TestReplicasShareBounds(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		open openTwice
+		most int
+	}{"sqlite": {sqliteTwice, 8}, "postgres": {postgresTwice, 4}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a, b := tc.open(t)
+			key := newKey(t, a)
+			tp := newTarpit(t)
+			var urls []string
+			for i := range 20 {
+				urls = append(urls, fmt.Sprintf("http://%s/hook/%d", tp.ln.Addr(), i))
+			}
+			task := principalTask(t, a, "alice", urls...)
+			var ds []*push.Deliverer
+			for _, st := range []store.Store{a, b} {
+				d := push.New(st, key, &push.Options{Allow: loopback, PollInterval: 5 * time.Millisecond})
+				t.Cleanup(func() { d.Close() })
+				ds = append(ds, d)
+			}
+			for i := range 3 {
+				emitOne(t, a, ds[i%2], task, fmt.Sprint(i))
+				ds[(i+1)%2].Wake()
+			}
+			waitFor(t, "the tarpit to hold deliveries", func() bool { _, open, _ := tp.stats(); return open >= 4 })
+			time.Sleep(200 * time.Millisecond) // both deliverers poll every 5 ms meanwhile
+			if _, _, maxOpen := tp.stats(); maxOpen > tc.most {
+				t.Errorf("the tarpit held %d connections at once from two replicas, want at most %d", maxOpen, tc.most)
+			}
+		})
+	}
+}

@@ -125,9 +125,31 @@ type Delivery struct {
 	Seq      int64 // the event's sequence number in the task's log
 	Owner    Owner
 	Config   *a2a.PushConfig // the push config as it is now
-	Event    a2a.Event       // the event, as Events returns it
-	Attempts int             // claims so far, this one included
-	Claim    string          // identifies this claim (for CompleteDelivery and RetryDelivery)
+	// Destination is where the config's URL points: its scheme, host and port, in lower
+	// case ("https://hooks.example:443"); ClaimQuery.PerDestination counts by it.
+	Destination string
+	Event       a2a.Event // the event, as Events returns it
+	Attempts    int       // claims so far, this one included
+	Claim       string    // identifies this claim (for CompleteDelivery and RetryDelivery)
+}
+
+// ClaimQuery says which due deliveries ClaimDeliveries takes: how many, for how long, and
+// with what fairness. The bounds count deliveries under lease — taken by earlier claims, of
+// any claimant, whose lease has not ended (in flight, or lost by a crashed claimant until
+// their lease ends) — together with those this claim takes, so one owner's backlog at a slow
+// receiver cannot fill a deliverer: a claim passes over what the bounds leave out, and takes
+// other owners' and other destinations' deliveries instead.
+type ClaimQuery struct {
+	// Limit is the most deliveries the claim takes; it must be positive (else ErrInvalid).
+	Limit int
+	// Lease is how long the claimed deliveries are the claimant's.
+	Lease time.Duration
+	// PerDestination bounds the deliveries of one owner to one Destination under lease at
+	// once. Zero: no bound.
+	PerDestination int
+	// PerOwner bounds the deliveries of one owner, to every destination, under lease at
+	// once. Zero: no bound.
+	PerOwner int
 }
 
 // ListQuery selects tasks of one owner. Zero fields do not filter.
@@ -204,13 +226,15 @@ type Store interface {
 	// owner's.
 	DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error
 
-	// ClaimDeliveries leases up to limit due deliveries (of every owner) for lease: until the
-	// lease ends no other claim returns them. Each claim counts as an attempt (Attempts), so a
-	// delivery that crashes its deliverer is still given up eventually. Deliveries are due when
-	// enqueued and, after RetryDelivery, once its delay has passed; the earliest due come first.
-	// limit must be positive (else ErrInvalid). A delivery whose push config was deleted is
-	// deleted with it.
-	ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]*Delivery, error)
+	// ClaimDeliveries leases up to q.Limit due deliveries (of every owner) for q.Lease: until
+	// the lease ends no other claim returns them. Each claim counts as an attempt (Attempts),
+	// so a delivery that crashes its deliverer is still given up eventually. Deliveries are
+	// due when enqueued and, after RetryDelivery, once its delay has passed. Of the due
+	// deliveries the bounds of q leave, owners take turns: every owner's earliest due
+	// delivery comes before any owner's second, and so on; within a turn, the earliest due
+	// first. Claims of several processes on one store are counted against the bounds one
+	// after the other. A delivery whose push config was deleted is deleted with it.
+	ClaimDeliveries(ctx context.Context, q ClaimQuery) ([]*Delivery, error)
 	// CompleteDelivery removes a claimed delivery from the outbox: it was delivered, or given
 	// up. ErrConflict if the claim was lost: the lease ran out and the delivery was claimed
 	// again, or it is gone (completed by another claimant, or its push config deleted).

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/a2awebcap/a2awebcap/engine"
@@ -21,25 +23,35 @@ type pushConfig struct {
 	// perTask and perPrincipal bound the push configs of a task and of a principal's
 	// unfinished tasks; 0: no limit.
 	perTask, perPrincipal int
-	envErr                error // a bad A2AWEBCAP_MAX_PUSH_CONFIGS_* value, unless its flag was given
+	// workers, perDest and perPrincipalInFlight bound the deliveries in flight: in all, of a
+	// principal to one destination, of a principal; 0 (not workers): no bound.
+	workers, perDest, perPrincipalInFlight int
+	envErrs                                map[string]error // by flag: a bad environment value, unless the flag was given
 }
 
 func (p *pushConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&p.allowRaw, "push-allow", envOr("A2AWEBCAP_PUSH_ALLOW", ""), "comma-separated `CIDRs and host names` push notifications may be sent to although they are not public (e.g. 127.0.0.1/32 for a receiver on this host); by default only public addresses are (A2AWEBCAP_PUSH_ALLOW)")
 	fs.StringVar(&p.denyRaw, "push-deny", envOr("A2AWEBCAP_PUSH_DENY", ""), "comma-separated `CIDRs` push notifications are never sent to although public (e.g. this server's own public network); wins over -push-allow (A2AWEBCAP_PUSH_DENY)")
 	p.perTask, p.perPrincipal = engine.DefaultPushConfigsPerTask, engine.DefaultPushConfigsPerPrincipal
+	p.workers, p.perDest, p.perPrincipalInFlight = push.DefaultWorkers, push.DefaultPerDestination, push.DefaultPerPrincipal
+	p.envErrs = map[string]error{}
 	for _, e := range []struct {
 		env, flag, usage string
 		dst              *int
 	}{
 		{"A2AWEBCAP_MAX_PUSH_CONFIGS_PER_TASK", "max-push-configs-per-task", "push notification configs one task may have; 0: no limit", &p.perTask},
 		{"A2AWEBCAP_MAX_PUSH_CONFIGS_PER_PRINCIPAL", "max-push-configs-per-principal", "push notification configs one principal's unfinished tasks may have together (anonymous callers are one principal, and share it); 0: no limit", &p.perPrincipal},
+		{"A2AWEBCAP_PUSH_WORKERS", "push-workers", "push deliveries this process sends at once (each a goroutine and a connection); at least 1", &p.workers},
+		{"A2AWEBCAP_PUSH_PER_DESTINATION", "push-per-destination", "push deliveries of one principal to one destination (scheme, host, port) in flight at once, over every replica: a slow or dead receiver holds no more; 0: no bound", &p.perDest},
+		{"A2AWEBCAP_PUSH_PER_PRINCIPAL", "push-per-principal", "push deliveries of one principal in flight at once, over every replica (anonymous callers are one principal); 0: no bound", &p.perPrincipalInFlight},
 	} {
-		if v := envOr(e.env, ""); v != "" && p.envErr == nil {
-			p.envErr = intFlag(e.dst, e.env)(v)
+		if v := envOr(e.env, ""); v != "" {
+			if err := intFlag(e.dst, e.env)(v); err != nil {
+				p.envErrs[e.flag] = err
+			}
 		}
 		fs.Func(e.flag, fmt.Sprintf("%s (default %d) (%s)", e.usage, *e.dst, e.env), func(v string) error {
-			p.envErr = nil
+			delete(p.envErrs, e.flag)
 			return intFlag(e.dst, "-"+e.flag)(v)
 		})
 	}
@@ -48,8 +60,11 @@ func (p *pushConfig) flags(fs *flag.FlagSet) {
 
 // parse reads the flags' values.
 func (p *pushConfig) parse() error {
-	if p.envErr != nil {
-		return p.envErr
+	if len(p.envErrs) > 0 {
+		return p.envErrs[slices.Min(slices.Collect(maps.Keys(p.envErrs)))]
+	}
+	if p.workers < 1 {
+		return fmt.Errorf("-push-workers: %d: want at least 1", p.workers)
 	}
 	for _, a := range splitList(p.allowRaw) {
 		if pr, err := netip.ParsePrefix(a); err == nil {
@@ -84,18 +99,21 @@ func (p *pushConfig) parse() error {
 
 // options is the deliverer's configuration.
 func (p *pushConfig) options(log *slog.Logger) *push.Options {
-	return &push.Options{Allow: p.allow, AllowHosts: p.allowHosts, Deny: p.deny, NAT64: p.nat64, Logger: log}
+	return &push.Options{Allow: p.allow, AllowHosts: p.allowHosts, Deny: p.deny, NAT64: p.nat64, Logger: log,
+		Workers: p.workers, PerDestination: noBound(p.perDest), PerPrincipal: noBound(p.perPrincipalInFlight)}
 }
 
-// limits is the engine's form of the config limits: 0 (no limit) becomes negative.
+// limits is the engine's form of the config limits.
 func (p *pushConfig) limits() store.PushLimits {
-	none := func(n int) int {
-		if n == 0 {
-			return -1
-		}
-		return n
+	return store.PushLimits{PerTask: noBound(p.perTask), PerOwner: noBound(p.perPrincipal)}
+}
+
+// noBound turns a flag's 0 (no bound) into the libraries' negative.
+func noBound(n int) int {
+	if n == 0 {
+		return -1
 	}
-	return store.PushLimits{PerTask: none(p.perTask), PerOwner: none(p.perPrincipal)}
+	return n
 }
 
 func splitList(s string) []string {

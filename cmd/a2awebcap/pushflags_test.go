@@ -107,3 +107,33 @@ func TestServePushConfigLimits(t *testing.T) {
 		t.Error("-max-push-configs-per-task -1 was accepted")
 	}
 }
+
+// The delivery bounds: defaults, 0 meaning no bound, and the environment's values, a bad one
+// an error unless its own flag overrides it.
+func TestPushDeliveryFlags(t *testing.T) {
+	t.Setenv("A2AWEBCAP_PUSH_PER_PRINCIPAL", "3")
+	t.Setenv("A2AWEBCAP_PUSH_WORKERS", "lots")
+	if _, err := parseServe(nil); err == nil || !strings.Contains(err.Error(), "A2AWEBCAP_PUSH_WORKERS") {
+		t.Errorf("a bad A2AWEBCAP_PUSH_WORKERS: %v; want an error naming it", err)
+	}
+	if _, err := parseServe([]string{"-push-per-destination", "2"}); err == nil {
+		t.Error("another flag hid the bad A2AWEBCAP_PUSH_WORKERS")
+	}
+	c, err := parseServe([]string{"-push-workers", "16", "-push-per-destination", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.push.options(nil)
+	if o.Workers != 16 || o.PerDestination >= 0 || o.PerPrincipal != 3 {
+		t.Errorf("options = workers %d, per destination %d, per principal %d; want 16, no bound, 3", o.Workers, o.PerDestination, o.PerPrincipal)
+	}
+	if _, err := parseServe([]string{"-push-workers", "0"}); err == nil {
+		t.Error("-push-workers 0 was accepted")
+	}
+	t.Setenv("A2AWEBCAP_PUSH_WORKERS", "")
+	t.Setenv("A2AWEBCAP_PUSH_PER_PRINCIPAL", "")
+	c, _ = parseServe(nil)
+	if o := c.push.options(nil); o.Workers != push.DefaultWorkers || o.PerDestination != push.DefaultPerDestination || o.PerPrincipal != push.DefaultPerPrincipal {
+		t.Errorf("default options = %d, %d, %d", o.Workers, o.PerDestination, o.PerPrincipal)
+	}
+}

@@ -38,6 +38,15 @@ type record struct {
 	task      []byte // JSON of a2a.Task
 	events    []event
 	push      map[string][]byte // push config ID -> JSON of a2a.PushConfig
+	dests     map[string]string // push config ID -> its codec.Destination
+}
+
+// setPush stores a push config's JSON and destination.
+func (r *record) setPush(id string, data []byte, url string) {
+	if r.push == nil {
+		r.push, r.dests = make(map[string][]byte), make(map[string]string)
+	}
+	r.push[id], r.dests[id] = data, codec.Destination(url)
 }
 
 // outKey identifies a delivery in the outbox.
@@ -141,10 +150,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	}
 	r.append(encoded, now)
 	for i, id := range cfgIDs {
-		if r.push == nil {
-			r.push = make(map[string][]byte)
-		}
-		r.push[id] = cfgs[i]
+		r.setPush(id, cfgs[i], t.PushConfigs[i].URL)
 	}
 	s.enqueueLocked(t.Task.ID, r, 1, now)
 	s.tasks[t.Task.ID] = r
@@ -345,10 +351,7 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 			return err
 		}
 	}
-	if r.push == nil {
-		r.push = make(map[string][]byte)
-	}
-	r.push[cfg.ID] = data
+	r.setPush(cfg.ID, data, cfg.URL)
 	return nil
 }
 
@@ -444,6 +447,7 @@ func (s *Store) DeletePushConfig(ctx context.Context, owner store.Owner, task a2
 		return fmt.Errorf("delete push config %s of task %s: %w", id, task, store.ErrNotFound)
 	}
 	delete(r.push, id)
+	delete(r.dests, id)
 	for k := range s.outbox {
 		if k.task == task && k.config == id {
 			delete(s.outbox, k)

@@ -24,7 +24,9 @@ func TestListTies(t *testing.T) {
 	storetest.RunTies(t, func(t *testing.T) store.Store { return open(t) }, memory.SetUpdated)
 }
 
-func BenchmarkCreate(b *testing.B)       { storetest.BenchCreate(b, open(b)) }
-func BenchmarkUpdateAppend(b *testing.B) { storetest.BenchUpdateAppend(b, open(b)) }
-func BenchmarkGet(b *testing.B)          { storetest.BenchGet(b, open(b)) }
-func BenchmarkList(b *testing.B)         { storetest.BenchList(b, open(b)) }
+func BenchmarkCreate(b *testing.B)           { storetest.BenchCreate(b, open(b)) }
+func BenchmarkUpdateAppend(b *testing.B)     { storetest.BenchUpdateAppend(b, open(b)) }
+func BenchmarkGet(b *testing.B)              { storetest.BenchGet(b, open(b)) }
+func BenchmarkList(b *testing.B)             { storetest.BenchList(b, open(b)) }
+func BenchmarkClaimSettle(b *testing.B)      { storetest.BenchClaimSettle(b, open(b)) }
+func BenchmarkClaimPastBacklog(b *testing.B) { storetest.BenchClaimPastBacklog(b, open(b)) }

@@ -25,12 +25,13 @@ func (s *Store) enqueueLocked(id a2a.TaskID, r *record, first int64, now time.Ti
 	}
 }
 
-// ClaimDeliveries implements store.Store.
-func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]*store.Delivery, error) {
+// ClaimDeliveries implements store.Store. It visits the whole outbox: the memory store is
+// for tests.
+func (s *Store) ClaimDeliveries(ctx context.Context, q store.ClaimQuery) ([]*store.Delivery, error) {
 	if err := codec.Live(ctx); err != nil {
 		return nil, err
 	}
-	if err := codec.CheckClaim(limit); err != nil {
+	if _, _, err := codec.CheckClaim(q); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -39,9 +40,17 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		return nil, errClosed
 	}
 	now := codec.Now()
+	keyOf := func(k outKey) codec.ClaimKey {
+		r := s.tasks[k.task]
+		return codec.ClaimKey{Tenant: r.owner.Tenant, Principal: r.owner.Principal, Dest: r.dests[k.config]}
+	}
+	busy := map[codec.ClaimKey]int64{}
 	var due []outKey
 	for k, row := range s.outbox {
-		if !row.due.After(now) && !row.lease.After(now) {
+		switch {
+		case row.lease.After(now):
+			busy[keyOf(k)]++
+		case !row.due.After(now):
 			due = append(due, k)
 		}
 	}
@@ -52,8 +61,22 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		}
 		return cmp.Compare(x.order, y.order)
 	})
+	// As the SQL stores do: leave out what the counts fill, read a limited number of the rest.
+	claimer := codec.NewClaimer(q, busy)
+	fullKeys, fullOwners := claimer.Saturated()
+	var cands []codec.Candidate[outKey]
+	for _, k := range due {
+		key := keyOf(k)
+		if slices.Contains(fullKeys, key) || slices.Contains(fullOwners, s.tasks[k.task].owner) {
+			continue
+		}
+		if cands = append(cands, codec.Candidate[outKey]{Key: key, Ref: k}); len(cands) == codec.CandidateLimit(q) {
+			break
+		}
+	}
 	out := []*store.Delivery{}
-	for _, k := range due[:min(limit, len(due))] {
+	for _, c := range codec.Pick(claimer, cands) {
+		k := c.Ref
 		r := s.tasks[k.task]
 		cfg, err := codec.DecodePushConfig(r.push[k.config])
 		if err != nil {
@@ -64,10 +87,10 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 			return nil, fmt.Errorf("claim: task %s seq %d: %w", k.task, k.seq, err)
 		}
 		row := s.outbox[k]
-		row.lease, row.claim = now.Add(lease), uuid.NewString()
+		row.lease, row.claim = now.Add(q.Lease), uuid.NewString()
 		row.attempts++
 		out = append(out, &store.Delivery{TaskID: k.task, ConfigID: k.config, Seq: k.seq, Owner: r.owner,
-			Config: cfg, Event: ev, Attempts: row.attempts, Claim: row.claim})
+			Config: cfg, Destination: c.Key.Dest, Event: ev, Attempts: row.attempts, Claim: row.claim})
 	}
 	return out, nil
 }

@@ -17,3 +17,6 @@ func SetUpdated(t *testing.T, s store.Store, ids []a2a.TaskID, updated time.Time
 		}
 	}
 }
+
+// Migrations are the schema's migrations, for a test that builds an older schema.
+var Migrations = migrations

@@ -14,57 +14,143 @@ import (
 	"github.com/a2awebcap/a2awebcap/store/internal/codec"
 )
 
-// ClaimDeliveries implements store.Store. Replicas claim concurrently without waiting on each
-// other: FOR UPDATE SKIP LOCKED passes over the rows another claim is taking.
-func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]*store.Delivery, error) {
+// ClaimDeliveries implements store.Store. Claims take turns (a transaction-scoped advisory
+// lock, across replicas), so that each counts the leases of the ones before against the
+// bounds; one claim is a few statements in one transaction, at one time (now()). See
+// codec.Claimer for how it chooses.
+func (s *Store) ClaimDeliveries(ctx context.Context, q store.ClaimQuery) ([]*store.Delivery, error) {
 	if err := codec.Live(ctx); err != nil {
 		return nil, err
 	}
-	if err := codec.CheckClaim(limit); err != nil {
+	if _, _, err := codec.CheckClaim(q); err != nil {
 		return nil, err
 	}
 	claim := uuid.NewString()
-	rows, err := s.pool.Query(ctx, `
-		WITH c AS (
-			SELECT task_id, config_id, seq FROM outbox
-			WHERE due <= statement_timestamp() AND lease <= statement_timestamp()
-			ORDER BY due, seq LIMIT $1
-			FOR UPDATE SKIP LOCKED
-		), u AS (
-			UPDATE outbox o SET lease = statement_timestamp() + $2::bigint * interval '1 microsecond',
-				claim = $3, attempts = o.attempts + 1
-			FROM c WHERE o.task_id = c.task_id AND o.config_id = c.config_id AND o.seq = c.seq
-			RETURNING o.task_id, o.config_id, o.seq, o.attempts, o.due
-		)
-		SELECT u.task_id, u.config_id, u.seq, u.attempts, t.tenant, t.principal, p.config, e.event
-		FROM u
-		JOIN tasks t ON t.id = u.task_id
-		JOIN push_configs p ON p.task_id = u.task_id AND p.id = u.config_id
-		JOIN events e ON e.task_id = u.task_id AND e.seq = u.seq
-		ORDER BY u.due, u.seq`, limit, lease.Microseconds(), claim)
+	out := []*store.Delivery{}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Polling an empty outbox takes no lock.
+		var due bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE due <= now() AND lease <= now())`).Scan(&due); err != nil || !due {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('a2awebcap/claim'))`); err != nil {
+			return err
+		}
+		picked, err := pickDeliveries(ctx, tx, q)
+		if err != nil || len(picked) == 0 {
+			return err
+		}
+		var tasks, configs []string
+		var seqs []int64
+		for _, p := range picked {
+			tasks, configs, seqs = append(tasks, p.task), append(configs, p.config), append(seqs, p.seq)
+		}
+		rows, err := tx.Query(ctx, `
+			WITH u AS (
+				UPDATE outbox o SET lease = now() + $4::bigint * interval '1 microsecond', claim = $5, attempts = o.attempts + 1
+				FROM unnest($1::text[], $2::text[], $3::bigint[]) AS x (task_id, config_id, seq)
+				WHERE o.task_id = x.task_id AND o.config_id = x.config_id AND o.seq = x.seq
+					AND o.due <= now() AND o.lease <= now()
+				RETURNING o.task_id, o.config_id, o.seq, o.attempts, o.due, o.tenant, o.principal, o.dest
+			)
+			SELECT u.task_id, u.config_id, u.seq, u.attempts, u.tenant, u.principal, p.config, u.dest, e.event
+			FROM u
+			JOIN push_configs p ON p.task_id = u.task_id AND p.id = u.config_id
+			JOIN events e ON e.task_id = u.task_id AND e.seq = u.seq
+			ORDER BY u.due, u.seq`, tasks, configs, seqs, q.Lease.Microseconds(), claim)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d := &store.Delivery{Claim: claim}
+			var task string
+			var cfg, ev []byte
+			if err := rows.Scan(&task, &d.ConfigID, &d.Seq, &d.Attempts, &d.Owner.Tenant, &d.Owner.Principal, &cfg, &d.Destination, &ev); err != nil {
+				return err
+			}
+			d.TaskID = a2a.TaskID(task)
+			if d.Config, err = codec.DecodePushConfig(cfg); err != nil {
+				return err
+			}
+			if d.Event, err = codec.DecodeEvent(ev); err != nil {
+				return fmt.Errorf("task %s seq %d: %w", task, d.Seq, err)
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim push deliveries: %w", err)
 	}
-	defer rows.Close()
-	out := []*store.Delivery{}
-	for rows.Next() {
-		d := &store.Delivery{Claim: claim}
-		var task string
-		var cfg, ev []byte
-		if err := rows.Scan(&task, &d.ConfigID, &d.Seq, &d.Attempts, &d.Owner.Tenant, &d.Owner.Principal, &cfg, &ev); err != nil {
-			return nil, fmt.Errorf("postgres: claim push deliveries: %w", err)
-		}
-		d.TaskID = a2a.TaskID(task)
-		if d.Config, err = codec.DecodePushConfig(cfg); err != nil {
-			return nil, fmt.Errorf("postgres: claim push deliveries: %w", err)
-		}
-		if d.Event, err = codec.DecodeEvent(ev); err != nil {
-			return nil, fmt.Errorf("postgres: claim push deliveries: task %s seq %d: %w", task, d.Seq, err)
-		}
-		out = append(out, d)
+	return out, nil
+}
+
+// outKey identifies a delivery.
+type outKey struct {
+	task, config string
+	seq          int64
+}
+
+// pickDeliveries chooses the deliveries a claim takes: it counts the deliveries under lease
+// (outbox_leased), reads the due ones in due order from outbox_claim, leaving out the owners
+// and destinations those counts fill (the index holds what the filter needs, so a backlog of
+// theirs is passed over without reading its rows), and lets codec.Pick choose among the first
+// codec.CandidateLimit.
+func pickDeliveries(ctx context.Context, tx pgx.Tx, q store.ClaimQuery) ([]outKey, error) {
+	busy := map[codec.ClaimKey]int64{}
+	rows, err := tx.Query(ctx, `SELECT tenant, principal, dest, count(*) FROM outbox
+		WHERE lease > '-infinity' AND lease > now() GROUP BY tenant, principal, dest`)
+	if err != nil {
+		return nil, err
 	}
+	for rows.Next() {
+		var k codec.ClaimKey
+		var n int64
+		if err := rows.Scan(&k.Tenant, &k.Principal, &k.Dest, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		busy[k] = n
+	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: claim push deliveries: %w", err)
+		return nil, err
+	}
+	c := codec.NewClaimer(q, busy)
+	fullKeys, fullOwners := c.Saturated()
+	var kt, kp, kd, ot, op []string
+	for _, k := range fullKeys {
+		kt, kp, kd = append(kt, k.Tenant), append(kp, k.Principal), append(kd, k.Dest)
+	}
+	for _, o := range fullOwners {
+		ot, op = append(ot, o.Tenant), append(op, o.Principal)
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT task_id, config_id, seq, tenant, principal, dest FROM outbox
+		WHERE due <= now() AND lease <= now()
+			AND (tenant, principal, dest) NOT IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+			AND (tenant, principal) NOT IN (SELECT * FROM unnest($4::text[], $5::text[]))
+		ORDER BY due, seq LIMIT $6`, kt, kp, kd, ot, op, codec.CandidateLimit(q))
+	if err != nil {
+		return nil, err
+	}
+	var cands []codec.Candidate[outKey]
+	for rows.Next() {
+		var cd codec.Candidate[outKey]
+		if err := rows.Scan(&cd.Ref.task, &cd.Ref.config, &cd.Ref.seq, &cd.Key.Tenant, &cd.Key.Principal, &cd.Key.Dest); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cands = append(cands, cd)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []outKey
+	for _, cd := range codec.Pick(c, cands) {
+		out = append(out, cd.Ref)
 	}
 	return out, nil
 }

@@ -34,7 +34,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2awebcap/a2awebcap/store"
@@ -114,6 +113,10 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return err
 	}
+	dests := make([]string, len(cfgIDs))
+	for i := range dests {
+		dests[i] = codec.Destination(t.PushConfigs[i].URL)
+	}
 	// One statement, so one transaction: the task, its events, its push configs and their
 	// deliveries, or nothing.
 	var (
@@ -130,17 +133,17 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 			INSERT INTO events (task_id, seq, time, event)
 			SELECT t.id, x.ord, t.created, x.ev FROM t, unnest($8::json[]) WITH ORDINALITY AS x (ev, ord)
 		), p AS (
-			INSERT INTO push_configs (task_id, id, config)
-			SELECT DISTINCT ON (x.id) t.id, x.id, x.cfg FROM t, unnest($9::text[], $10::json[]) WITH ORDINALITY AS x (id, cfg, ord)
+			INSERT INTO push_configs (task_id, id, config, dest)
+			SELECT DISTINCT ON (x.id) t.id, x.id, x.cfg, x.dest FROM t, unnest($9::text[], $10::json[], $11::text[]) WITH ORDINALITY AS x (id, cfg, dest, ord)
 			ORDER BY x.id, x.ord DESC
-			RETURNING task_id, id
+			RETURNING task_id, id, dest
 		), o AS (
-			INSERT INTO outbox (task_id, config_id, seq, due)
-			SELECT p.task_id, p.id, x.ord, t.created FROM t JOIN p ON p.task_id = t.id, generate_series(1, $6::bigint) AS x (ord)
+			INSERT INTO outbox (task_id, config_id, seq, due, tenant, principal, dest)
+			SELECT p.task_id, p.id, x.ord, t.created, $2, $3, p.dest FROM t JOIN p ON p.task_id = t.id, generate_series(1, $6::bigint) AS x (ord)
 		)
 		SELECT count(*), coalesce(max(created), statement_timestamp()) FROM t`,
 		string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),
-		len(encoded), data, encoded, cfgIDs, cfgs).Scan(&n, &created)
+		len(encoded), data, encoded, cfgIDs, cfgs, dests).Scan(&n, &created)
 	if err != nil {
 		return fmt.Errorf("postgres: create task %s: %w", t.Task.ID, err)
 	}
@@ -178,8 +181,8 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 			SELECT u.id, u.last_seq - $7::bigint + x.ord, u.updated, x.ev
 			FROM u, unnest($9::json[]) WITH ORDINALITY AS x (ev, ord)
 		), o AS (
-			INSERT INTO outbox (task_id, config_id, seq, due)
-			SELECT p.task_id, p.id, u.last_seq - $7::bigint + x.ord, u.updated
+			INSERT INTO outbox (task_id, config_id, seq, due, tenant, principal, dest)
+			SELECT p.task_id, p.id, u.last_seq - $7::bigint + x.ord, u.updated, $2, $3, p.dest
 			FROM u JOIN push_configs p ON p.task_id = u.id, generate_series(1, $7::bigint) AS x (ord)
 		)
 		SELECT last_seq, updated FROM u`,
@@ -403,25 +406,13 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 	if err != nil {
 		return err
 	}
-	put := func(ctx context.Context, q interface {
-		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-	}) error {
-		tag, err := q.Exec(ctx, `
-			INSERT INTO push_configs (task_id, id, config)
-			SELECT id, $2, $3 FROM tasks WHERE id = $1 AND tenant = $4 AND principal = $5
-			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`,
-			string(cfg.TaskID), cfg.ID, data, owner.Tenant, owner.Principal)
-		if err == nil && tag.RowsAffected() == 0 {
-			err = store.ErrNotFound
-		}
-		return err
-	}
-	if lim.PerTask <= 0 && lim.PerOwner <= 0 {
-		err = put(ctx, s.pool)
-	} else {
-		// The owner's creations take turns (an advisory lock on the owner, for the
-		// transaction), so that two of them, also on two replicas, cannot both see room for one.
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// One transaction: the config, the destination of its pending deliveries (a replaced
+	// config may send elsewhere), and, with limits, their check.
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if lim.PerTask > 0 || lim.PerOwner > 0 {
+			// The owner's creations take turns (an advisory lock on the owner, for the
+			// transaction), so that two of them, also on two replicas, cannot both see room
+			// for one.
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('a2awebcap/push-configs'), hashtext($1 || '/' || $2))`,
 				owner.Tenant, owner.Principal); err != nil {
 				return err
@@ -445,9 +436,23 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 					return err
 				}
 			}
-			return put(ctx, tx)
-		})
-	}
+		}
+		dest := codec.Destination(cfg.URL)
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO push_configs (task_id, id, config, dest)
+			SELECT id, $2, $3, $6 FROM tasks WHERE id = $1 AND tenant = $4 AND principal = $5
+			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config, dest = excluded.dest`,
+			string(cfg.TaskID), cfg.ID, data, owner.Tenant, owner.Principal, dest)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNotFound
+		}
+		_, err = tx.Exec(ctx, `UPDATE outbox SET dest = $3 WHERE task_id = $1 AND config_id = $2 AND dest <> $3`,
+			string(cfg.TaskID), cfg.ID, dest)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: put push config %s of task %s: %w", cfg.ID, cfg.TaskID, err)
 	}

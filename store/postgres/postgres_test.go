@@ -211,7 +211,9 @@ func TestReopenAndNewerSchema(t *testing.T) {
 	}
 }
 
-func BenchmarkCreate(b *testing.B)       { storetest.BenchCreate(b, openFresh(b)) }
-func BenchmarkUpdateAppend(b *testing.B) { storetest.BenchUpdateAppend(b, openFresh(b)) }
-func BenchmarkGet(b *testing.B)          { storetest.BenchGet(b, openFresh(b)) }
-func BenchmarkList(b *testing.B)         { storetest.BenchList(b, openFresh(b)) }
+func BenchmarkCreate(b *testing.B)           { storetest.BenchCreate(b, openFresh(b)) }
+func BenchmarkUpdateAppend(b *testing.B)     { storetest.BenchUpdateAppend(b, openFresh(b)) }
+func BenchmarkGet(b *testing.B)              { storetest.BenchGet(b, openFresh(b)) }
+func BenchmarkList(b *testing.B)             { storetest.BenchList(b, openFresh(b)) }
+func BenchmarkClaimSettle(b *testing.B)      { storetest.BenchClaimSettle(b, openFresh(b)) }
+func BenchmarkClaimPastBacklog(b *testing.B) { storetest.BenchClaimPastBacklog(b, openFresh(b)) }

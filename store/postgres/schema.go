@@ -87,6 +87,60 @@ CREATE TABLE settings (
 	value bytea NOT NULL
 );
 `,
+	// 3: where each push config sends (codec.Destination of its URL), and each delivery's
+	// owner and destination, which a claim counts by (store.ClaimQuery); filled for existing
+	// rows by backfillDest. outbox_claim lets a claim pass over the due deliveries of full
+	// owners and destinations without reading their rows; outbox_leased finds those under
+	// lease.
+	`
+ALTER TABLE push_configs ADD COLUMN dest text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN dest text COLLATE "C" NOT NULL DEFAULT '';
+UPDATE outbox o SET tenant = t.tenant, principal = t.principal FROM tasks t WHERE t.id = o.task_id;
+DROP INDEX outbox_due;
+CREATE INDEX outbox_claim ON outbox (due, seq) INCLUDE (lease, tenant, principal, dest);
+CREATE INDEX outbox_leased ON outbox (lease) INCLUDE (tenant, principal, dest) WHERE lease > '-infinity';
+`,
+}
+
+// backfills[v], if set, runs in the migration's transaction right after migrations[v-1]:
+// what SQL alone cannot compute.
+var backfills = map[int]func(ctx context.Context, tx pgx.Tx) error{3: backfillDest}
+
+// backfillDest sets the destination of the push configs, and of their deliveries, stored
+// before schema version 3.
+func backfillDest(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT task_id, id, config FROM push_configs WHERE dest = ''`)
+	if err != nil {
+		return err
+	}
+	var tasks, ids, dests []string
+	for rows.Next() {
+		var task, id string
+		var data []byte
+		if err := rows.Scan(&task, &id, &data); err != nil {
+			rows.Close()
+			return err
+		}
+		cfg, err := codec.DecodePushConfig(data)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		tasks, ids, dests = append(tasks, task), append(ids, id), append(dests, codec.Destination(cfg.URL))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if _, err = tx.Exec(ctx, `
+		UPDATE push_configs p SET dest = x.dest FROM unnest($1::text[], $2::text[], $3::text[]) AS x (task_id, id, dest)
+		WHERE p.task_id = x.task_id AND p.id = x.id`, tasks, ids, dests); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE outbox o SET dest = p.dest FROM push_configs p WHERE p.task_id = o.task_id AND p.id = o.config_id`)
+	return err
 }
 
 // SchemaVersion is the version of the schema this package creates and reads.
@@ -124,6 +178,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		for v := version; v < SchemaVersion; v++ {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			}
+			if fill := backfills[v+1]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+				}
 			}
 		}
 		if version < SchemaVersion {

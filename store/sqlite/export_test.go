@@ -26,3 +26,6 @@ func HoldWriter(t *testing.T, s *Store) (release func()) {
 	}
 	return func() { conn.Close() }
 }
+
+// Migrations are the schema's migrations, for a test that builds an older schema.
+var Migrations = migrations

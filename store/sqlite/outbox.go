@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -18,8 +20,9 @@ import (
 // of its push configs, due at 3.
 const enqueueSQL = `
 		WITH RECURSIVE s (seq) AS (SELECT ? UNION ALL SELECT seq + 1 FROM s WHERE seq < ?)
-		INSERT INTO outbox (task_id, config_id, seq, due)
-		SELECT p.task_id, p.id, s.seq, ? FROM push_configs p, s WHERE p.task_id = ?`
+		INSERT INTO outbox (task_id, config_id, seq, due, tenant, principal, dest)
+		SELECT p.task_id, p.id, s.seq, ?, t.tenant, t.principal, p.dest
+		FROM push_configs p JOIN tasks t ON t.id = p.task_id, s WHERE p.task_id = ?`
 
 // enqueue adds, in the writer's transaction, a delivery of each event first..last of the task
 // to each of its push configs.
@@ -31,37 +34,39 @@ func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, id a2a.TaskID, first, l
 	return nil
 }
 
-// ClaimDeliveries implements store.Store. The claim is a compare-and-set on (due, lease) in a
-// write transaction, which SQLite runs one at a time, also across processes (BEGIN IMMEDIATE).
-func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]*store.Delivery, error) {
-	if err := codec.CheckClaim(limit); err != nil {
+// ClaimDeliveries implements store.Store. It chooses on a reader (see pickDeliveries and
+// codec.Claimer), so that reading past a backlog does not hold the single writer, and then
+// claims what it chose with a compare-and-set on (due, lease) in a write transaction: a
+// delivery another claim took meanwhile is left out. Claims of one process are sequential
+// (a Deliverer's), so the bounds hold; two processes on one file claiming at the same instant
+// may each fill a bound once.
+func (s *Store) ClaimDeliveries(ctx context.Context, q store.ClaimQuery) ([]*store.Delivery, error) {
+	if _, _, err := codec.CheckClaim(q); err != nil {
 		return nil, err
 	}
-	// Polling an empty outbox must not take the single writer: look first, on a reader.
-	var one int
-	now := codec.Now().UnixMicro()
-	switch err := s.r.QueryRowContext(ctx, `SELECT 1 FROM outbox WHERE due <= ? AND lease <= ? LIMIT 1`, now, now).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return []*store.Delivery{}, nil
-	case err != nil:
+	rowids, err := pickDeliveries(ctx, s.r, q, codec.Now().UnixMicro())
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim push deliveries: %w", err)
 	}
+	if len(rowids) == 0 { // polling an empty outbox does not take the writer
+		return []*store.Delivery{}, nil
+	}
+	ids, _ := json.Marshal(rowids)
 	claim := uuid.NewString()
 	var out []*store.Delivery
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
 		out = []*store.Delivery{}
-		now := codec.Now()
+		now := codec.Now().UnixMicro()
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE outbox SET lease = ?, claim = ?, attempts = attempts + 1
-			WHERE rowid IN (SELECT rowid FROM outbox WHERE due <= ? AND lease <= ? ORDER BY due, seq LIMIT ?)`,
-			now.Add(lease).UnixMicro(), claim, now.UnixMicro(), now.UnixMicro(), limit); err != nil {
+			WHERE rowid IN (SELECT value FROM json_each(?)) AND due <= ? AND lease <= ?`,
+			now+q.Lease.Microseconds(), claim, string(ids), now, now); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `
-			SELECT o.task_id, o.config_id, o.seq, o.attempts, t.tenant, t.principal, p.config, e.event
+			SELECT o.task_id, o.config_id, o.seq, o.attempts, o.tenant, o.principal, p.config, o.dest, e.event
 			FROM outbox o
-			JOIN tasks t ON t.id = o.task_id
 			JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
 			JOIN events e ON e.task_id = o.task_id AND e.seq = o.seq
 			WHERE o.claim = ? ORDER BY o.due, o.seq`, claim)
@@ -73,7 +78,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 			d := &store.Delivery{Claim: claim}
 			var task string
 			var cfg, ev []byte
-			if err := rows.Scan(&task, &d.ConfigID, &d.Seq, &d.Attempts, &d.Owner.Tenant, &d.Owner.Principal, &cfg, &ev); err != nil {
+			if err := rows.Scan(&task, &d.ConfigID, &d.Seq, &d.Attempts, &d.Owner.Tenant, &d.Owner.Principal, &cfg, &d.Destination, &ev); err != nil {
 				return err
 			}
 			d.TaskID = a2a.TaskID(task)
@@ -91,6 +96,90 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		return nil, fmt.Errorf("sqlite: claim push deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// pickDeliveries chooses the deliveries (their rowids) a claim at now takes: it counts the
+// deliveries under lease (outbox_leased), reads the due ones in due order from outbox_claim,
+// leaving out the owners and destinations those counts fill (the index holds what the filter
+// needs, so a backlog of theirs is passed over without reading its rows: about a microsecond
+// each), and lets codec.Pick choose among the first codec.CandidateLimit. Both reads are one
+// transaction, one snapshot.
+func pickDeliveries(ctx context.Context, db *sql.DB, q store.ClaimQuery, now int64) ([]int64, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	busy := map[codec.ClaimKey]int64{}
+	rows, err := tx.QueryContext(ctx, `SELECT tenant, principal, dest, count(*) FROM outbox INDEXED BY outbox_leased
+		WHERE lease > 0 AND lease > ? GROUP BY tenant, principal, dest`, now)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var k codec.ClaimKey
+		var n int64
+		if err := rows.Scan(&k.Tenant, &k.Principal, &k.Dest, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		busy[k] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	c := codec.NewClaimer(q, busy)
+	fullKeys, fullOwners := c.Saturated()
+	query := strings.Builder{}
+	query.WriteString(`SELECT rowid, tenant, principal, dest FROM outbox INDEXED BY outbox_claim WHERE due <= ? AND lease <= ?`)
+	args := []any{now, now}
+	if len(fullKeys) > 0 {
+		query.WriteString(` AND (tenant, principal, dest) NOT IN (VALUES `)
+		for i, k := range fullKeys {
+			if i > 0 {
+				query.WriteString(", ")
+			}
+			query.WriteString("(?, ?, ?)")
+			args = append(args, k.Tenant, k.Principal, k.Dest)
+		}
+		query.WriteString(")")
+	}
+	if len(fullOwners) > 0 {
+		query.WriteString(` AND (tenant, principal) NOT IN (VALUES `)
+		for i, o := range fullOwners {
+			if i > 0 {
+				query.WriteString(", ")
+			}
+			query.WriteString("(?, ?)")
+			args = append(args, o.Tenant, o.Principal)
+		}
+		query.WriteString(")")
+	}
+	query.WriteString(` ORDER BY due, seq LIMIT ?`)
+	args = append(args, codec.CandidateLimit(q))
+	rows, err = tx.QueryContext(ctx, query.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	var cands []codec.Candidate[int64]
+	for rows.Next() {
+		var cd codec.Candidate[int64]
+		if err := rows.Scan(&cd.Ref, &cd.Key.Tenant, &cd.Key.Principal, &cd.Key.Dest); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cands = append(cands, cd)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for _, cd := range codec.Pick(c, cands) {
+		ids = append(ids, cd.Ref)
+	}
+	return ids, nil
 }
 
 // settle runs stmt (with the delivery's key and claim as its last arguments) on a claimed

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/a2awebcap/a2awebcap/store/internal/codec"
 )
 
 // migrations[i] takes the schema from version i to i+1. Append only: a released migration is
@@ -65,6 +67,62 @@ CREATE TABLE settings (
 	value BLOB NOT NULL
 ) STRICT;
 `,
+	// 3: where each push config sends (codec.Destination of its URL), and each delivery's
+	// owner and destination, which a claim counts by (store.ClaimQuery); filled for existing
+	// rows by backfillDest. outbox_claim lets a claim pass over the due deliveries of full
+	// owners and destinations without reading their rows; outbox_leased finds those under
+	// lease.
+	`
+ALTER TABLE push_configs ADD COLUMN dest TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN dest TEXT NOT NULL DEFAULT '';
+UPDATE outbox SET tenant = t.tenant, principal = t.principal FROM tasks t WHERE t.id = outbox.task_id;
+DROP INDEX outbox_due;
+CREATE INDEX outbox_claim ON outbox (due, seq, lease, tenant, principal, dest);
+CREATE INDEX outbox_leased ON outbox (lease, tenant, principal, dest) WHERE lease > 0;
+`,
+}
+
+// backfills[v], if set, runs in the migration's transaction right after migrations[v-1]:
+// what SQL alone cannot compute.
+var backfills = map[int]func(ctx context.Context, tx *sql.Tx) error{3: backfillDest}
+
+// backfillDest sets the destination of the push configs, and of their deliveries, stored
+// before schema version 3.
+func backfillDest(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT task_id, id, config FROM push_configs WHERE dest = ''`)
+	if err != nil {
+		return err
+	}
+	type key struct{ task, id, dest string }
+	var todo []key
+	for rows.Next() {
+		var k key
+		var data []byte
+		if err := rows.Scan(&k.task, &k.id, &data); err != nil {
+			rows.Close()
+			return err
+		}
+		cfg, err := codec.DecodePushConfig(data)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		k.dest = codec.Destination(cfg.URL)
+		todo = append(todo, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range todo {
+		if _, err := tx.ExecContext(ctx, `UPDATE push_configs SET dest = ? WHERE task_id = ? AND id = ?`, k.dest, k.task, k.id); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE outbox SET dest = p.dest FROM push_configs p WHERE p.task_id = outbox.task_id AND p.id = outbox.config_id`)
+	return err
 }
 
 // SchemaVersion is the version of the schema this package creates and reads.
@@ -96,6 +154,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	for v := version; v < SchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+		}
+		if fill := backfills[v+1]; fill != nil {
+			if err := fill(ctx, tx); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			}
 		}
 	}
 	if version < SchemaVersion {

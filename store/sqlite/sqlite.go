@@ -458,8 +458,9 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 			return err
 		}
 		for i, id := range cfgIDs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO push_configs (task_id, id, config) VALUES (?, ?, ?)
-				ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`, string(t.Task.ID), id, cfgs[i]); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO push_configs (task_id, id, config, dest) VALUES (?, ?, ?, ?)
+				ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config, dest = excluded.dest`,
+				string(t.Task.ID), id, cfgs[i], codec.Destination(t.PushConfigs[i].URL)); err != nil {
 				return fmt.Errorf("push config %s: %w", id, err)
 			}
 		}
@@ -736,10 +737,10 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 			}
 		}
 		res, err := tx.ExecContext(ctx, `
-			INSERT INTO push_configs (task_id, id, config)
-			SELECT id, ?, ? FROM tasks WHERE id = ? AND tenant = ? AND principal = ?
-			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`,
-			cfg.ID, data, string(cfg.TaskID), owner.Tenant, owner.Principal)
+			INSERT INTO push_configs (task_id, id, config, dest)
+			SELECT id, ?, ?, ? FROM tasks WHERE id = ? AND tenant = ? AND principal = ?
+			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config, dest = excluded.dest`,
+			cfg.ID, data, codec.Destination(cfg.URL), string(cfg.TaskID), owner.Tenant, owner.Principal)
 		if err != nil {
 			return err
 		}
@@ -748,7 +749,10 @@ func (s *Store) PutPushConfig(ctx context.Context, owner store.Owner, cfg *a2a.P
 		} else if n == 0 {
 			return store.ErrNotFound
 		}
-		return nil
+		// A replaced config may send elsewhere: its pending deliveries count there now.
+		_, err = tx.ExecContext(ctx, `UPDATE outbox SET dest = ? WHERE task_id = ? AND config_id = ? AND dest <> ?`,
+			codec.Destination(cfg.URL), string(cfg.TaskID), cfg.ID, codec.Destination(cfg.URL))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: put push config %s of task %s: %w", cfg.ID, cfg.TaskID, err)

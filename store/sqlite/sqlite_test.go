@@ -296,10 +296,12 @@ func TestCrashLosesNothing(t *testing.T) {
 	t.Logf("%d acknowledged Create+Update pairs survived SIGKILL", acked+1)
 }
 
-func BenchmarkCreate(b *testing.B)       { storetest.BenchCreate(b, openTemp(b)) }
-func BenchmarkUpdateAppend(b *testing.B) { storetest.BenchUpdateAppend(b, openTemp(b)) }
-func BenchmarkGet(b *testing.B)          { storetest.BenchGet(b, openTemp(b)) }
-func BenchmarkList(b *testing.B)         { storetest.BenchList(b, openTemp(b)) }
+func BenchmarkCreate(b *testing.B)           { storetest.BenchCreate(b, openTemp(b)) }
+func BenchmarkUpdateAppend(b *testing.B)     { storetest.BenchUpdateAppend(b, openTemp(b)) }
+func BenchmarkGet(b *testing.B)              { storetest.BenchGet(b, openTemp(b)) }
+func BenchmarkList(b *testing.B)             { storetest.BenchList(b, openTemp(b)) }
+func BenchmarkClaimSettle(b *testing.B)      { storetest.BenchClaimSettle(b, openTemp(b)) }
+func BenchmarkClaimPastBacklog(b *testing.B) { storetest.BenchClaimPastBacklog(b, openTemp(b)) }
 
 // TestQueuedWriterHonoursContext: while the write connection is busy, a writer waits in Go and
 // gives up when its context ends; readers are not held up.

@@ -16,7 +16,7 @@ import (
 // "config/seq".
 func claimAll(t *testing.T, s store.Store) map[string]*store.Delivery {
 	t.Helper()
-	ds, err := s.ClaimDeliveries(t.Context(), 100, time.Hour)
+	ds, err := s.ClaimDeliveries(t.Context(), store.ClaimQuery{Limit: 100, Lease: time.Hour})
 	if err != nil {
 		t.Fatalf("ClaimDeliveries: %v", err)
 	}
@@ -61,7 +61,7 @@ func testOutbox(t *testing.T, s store.Store) {
 	diff(t, "claimed deliveries", []string{"a/2", "a/3", "b/2", "b/3"}, keys(got))
 	d := got["a/2"]
 	diff(t, "claimed delivery", &store.Delivery{TaskID: task.Task.ID, ConfigID: "a", Seq: 2, Owner: alice,
-		Config: cfgA, Event: ev2, Attempts: 1, Claim: d.Claim}, d)
+		Config: cfgA, Destination: "https://example.com:443", Event: ev2, Attempts: 1, Claim: d.Claim}, d)
 	if d.Claim == "" {
 		t.Error("Delivery.Claim is empty")
 	}
@@ -98,7 +98,7 @@ func testOutbox(t *testing.T, s store.Store) {
 	if err := s.RetryDelivery(ctx, got["b/3"], 0); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := s.ClaimDeliveries(ctx, 10, time.Millisecond)
+	ds, err := s.ClaimDeliveries(ctx, store.ClaimQuery{Limit: 10, Lease: time.Millisecond})
 	if err != nil || len(ds) != 1 || ds[0].ConfigID != "b" || ds[0].Seq != 3 {
 		t.Fatalf("ClaimDeliveries = %v, %v; want b/3", ds, err)
 	}
@@ -126,7 +126,7 @@ func testOutbox(t *testing.T, s store.Store) {
 	diff(t, "claimed after DeletePushConfig", []string{"a/4"}, keys(claimAll(t, s)))
 	wantErr(t, "RetryDelivery of a deleted config's delivery", s.RetryDelivery(ctx, second, 0), store.ErrConflict)
 
-	_, err = s.ClaimDeliveries(ctx, 0, time.Second)
+	_, err = s.ClaimDeliveries(ctx, store.ClaimQuery{Limit: 0, Lease: time.Second})
 	wantErr(t, "ClaimDeliveries(limit 0)", err, store.ErrInvalid)
 }
 
@@ -152,7 +152,7 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				ds, err := s.ClaimDeliveries(t.Context(), 3, time.Hour)
+				ds, err := s.ClaimDeliveries(t.Context(), store.ClaimQuery{Limit: 3, Lease: time.Hour})
 				if err != nil {
 					t.Error(err)
 					return

@@ -58,6 +58,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Outbox", testOutbox},
 		{"CreateWithPushConfigs", testCreateWithPushConfigs},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"ClaimBounds", testClaimBounds},
+		{"ClaimLeaseEnds", testClaimLeaseEnds},
+		{"ClaimTurns", testClaimTurns},
+		{"ConcurrentClaimBounds", testConcurrentClaimBounds},
 		{"LoadOrStore", testLoadOrStore},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentUpdates", testConcurrentUpdates},
@@ -1187,7 +1191,7 @@ func testChunkedStream(t *testing.T, s store.Store) {
 	}
 	seen := map[int64]bool{}
 	for {
-		ds, err := s.ClaimDeliveries(t.Context(), 100, time.Minute)
+		ds, err := s.ClaimDeliveries(t.Context(), store.ClaimQuery{Limit: 100, Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

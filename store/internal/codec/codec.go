@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,12 +266,42 @@ func EncodePushConfigs(t *store.Task) (ids []string, encoded [][]byte, err error
 	return ids, encoded, nil
 }
 
-// CheckClaim validates the limit of ClaimDeliveries.
-func CheckClaim(limit int) error {
-	if limit <= 0 {
-		return fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalid, limit)
+// CheckClaim validates the query of ClaimDeliveries, and returns its bounds with 0 (no
+// bound) made NoBound, for SQL.
+func CheckClaim(q store.ClaimQuery) (perDest, perOwner int64, err error) {
+	if q.Limit <= 0 {
+		return 0, 0, fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalid, q.Limit)
 	}
-	return nil
+	bound := func(n int) int64 {
+		if n <= 0 {
+			return NoBound
+		}
+		return int64(n)
+	}
+	return bound(q.PerDestination), bound(q.PerOwner), nil
+}
+
+// NoBound stands for "no bound" in a claim's SQL.
+const NoBound = int64(1) << 62
+
+// Destination is where a push URL points, as store.Delivery.Destination says: scheme, host
+// and port in lower case, the port made explicit. A URL that does not parse is its own
+// destination.
+func Destination(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return rawURL
+	}
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
 }
 
 // Page sizes of PushConfigQuery.
