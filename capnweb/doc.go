@@ -39,7 +39,8 @@
 // # Values
 //
 // Received values use these Go types: nil (null), Undefined, bool, float64 (numbers, including
-// ±Inf and NaN), string, []any (arrays), map[string]any (objects), *big.Int (bigint), time.Time
+// ±Inf and NaN), string (UTF-8; a lone UTF-16 surrogate, which a JavaScript string may hold,
+// in the three bytes WTF-8 gives it, and sent back as the same surrogate), []any (arrays), map[string]any (objects), *big.Int (bigint), time.Time
 // and InvalidDate (Date), []byte (Uint8Array) and TypedBytes (other byte containers), *Error
 // (Error), *url.URL, http.Header, *Request, *Response, Blob, *Stub (capabilities),
 // *ReadableStream and *WritableStream. Sent values may also be any Go number type, structs

@@ -605,8 +605,10 @@ func (r *jsonReader) string() (string, error) {
 		switch {
 		case c == '"':
 			r.pos++
-			if !utf8.Valid(buf) {
-				return string([]rune(string(buf))), nil
+			if !utf8.Valid(r.data[start : r.pos-1]) {
+				// Invalid bytes in the text become U+FFFD; not the lone surrogates escapes
+				// stand for, which the WTF-8 of buf keeps (see AppendUnescapedWTF8).
+				return sanitizedString(r.data[start : r.pos-1])
 			}
 			return string(buf), nil
 		case c < 0x20:
@@ -617,7 +619,7 @@ func (r *jsonReader) string() (string, error) {
 			continue
 		}
 		var err error
-		buf, r.pos, err = jsonstr.AppendUnescaped(buf, r.data, r.pos)
+		buf, r.pos, err = jsonstr.AppendUnescapedWTF8(buf, r.data, r.pos)
 		switch err {
 		case nil:
 		case jsonstr.ErrTruncated:
@@ -628,6 +630,13 @@ func (r *jsonReader) string() (string, error) {
 		}
 	}
 	return "", r.errorf("unterminated string")
+}
+
+// sanitizedString reads lit, the inside of a string literal already checked, whose text holds
+// invalid UTF-8: each invalid byte becomes U+FFFD (escapes are ASCII, and come through).
+func sanitizedString(lit []byte) (string, error) {
+	out, err := jsonstr.UnescapeWTF8([]byte(string([]rune(string(lit)))))
+	return string(out), err
 }
 
 // appendJSONString appends s as a JSON string, as JSON.stringify does (see jsonstr.AppendJS).

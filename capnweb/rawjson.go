@@ -282,9 +282,10 @@ var strPlain = func() (a [256]bool) {
 	return a
 }()
 
-// unescapeJSON reads the escapes of s, the inside of a valid JSON string.
+// unescapeJSON reads the escapes of s, the inside of a valid JSON string, lone surrogates kept
+// as the wire reader keeps them.
 func unescapeJSON(s []byte) ([]byte, error) {
-	out, err := jsonstr.Unescape(s)
+	out, err := jsonstr.UnescapeWTF8(s)
 	if err != nil {
 		return nil, typeErrorf("json.RawMessage is not valid JSON: %v", err)
 	}

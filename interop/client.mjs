@@ -432,6 +432,9 @@ const wsScenarios = {
       headers: new Headers([["x-a", "1"]]),
       nested: { deep: { list: [{ k: "v" }, [NaN, undefined, null]] } },
       unicode: "héllo \u2603 \ud83d\ude00",
+      // Lone surrogates, in a value and in a key, come back as they went.
+      lone: "a\ud800b\udfff",
+      "lone\udc00key": "\ud83d",
     };
     eq(await api.echo(value), value, "echo(all types)");
     // Top-level (non-object) values too.

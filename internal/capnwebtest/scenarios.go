@@ -287,6 +287,9 @@ func scenarioValues(t *testing.T, api *capnweb.Stub) {
 		"err":   capnweb.NewError("TypeError", "inner").WithProp("code", 7.0),
 		"url":   u,
 		"hdr":   http.Header{"X-A": {"1"}},
+		// Lone surrogates (JS strings may hold them) as WTF-8, in a value and in a key.
+		"lone":                "a\xed\xa0\x80b\xed\xbf\xbf",
+		"lone\xed\xb0\x80key": "\xed\xa0\xbd",
 	}
 	got := Await[map[string]any](t, api.Call("echo", in))
 	opts := cmp.Options{

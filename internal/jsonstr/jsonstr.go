@@ -7,7 +7,9 @@ package jsonstr
 import "unicode/utf8"
 
 // AppendJS appends s as JSON.stringify writes it: only '"', '\\' and control characters are
-// escaped (short forms where JSON has them); invalid UTF-8 becomes U+FFFD.
+// escaped (short forms where JSON has them); a lone surrogate, held as AppendUnescapedWTF8 reads
+// one, is written as its \u escape, as JSON.stringify writes one; other invalid UTF-8 becomes
+// U+FFFD.
 func AppendJS(b []byte, s string) []byte { return appendString(b, s, false) }
 
 // AppendGo appends s as encoding/json writes it: also '<', '>' and '&' escaped (HTML-safe),
@@ -67,6 +69,9 @@ func appendString(b []byte, s string, goStyle bool) []byte {
 			b = append(b, s[start:i]...)
 			if goStyle {
 				b = append(b, `\ufffd`...)
+			} else if sr, ok := Surrogate(s[i:]); ok {
+				b = append(b, '\\', 'u', hex[sr>>12], hex[sr>>8&0xf], hex[sr>>4&0xf], hex[sr&0xf])
+				size = 3
 			} else {
 				b = append(b, "\ufffd"...)
 			}

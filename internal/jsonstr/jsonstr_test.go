@@ -3,10 +3,12 @@ package jsonstr
 import (
 	"encoding/json"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 var samples = []string{
-	"", "plain", `quote " and \ backslash`, "ctl \x00\x01\x1f\b\f\n\r\t end", "<a href='x'>&amp;</a>",
+	"\xed\xa0\xbd\xed\xb8\x80 a pair in halves", "", "plain", `quote " and \ backslash`, "ctl \x00\x01\x1f\b\f\n\r\t end", "<a href='x'>&amp;</a>",
 	"é😀", "bad \xff byte", "\xed\xa0\x80 surrogate half", "line\u2028sep\u2029para", "\x7f del",
 }
 
@@ -35,8 +37,38 @@ func TestAppendJS(t *testing.T) {
 	}
 }
 
-// FuzzAppend holds AppendGo to json.Marshal, and AppendJS to a literal that reads back as the
-// string with each invalid byte replaced, and holds no raw control character.
+// replaced is s with each invalid byte replaced by U+FFFD, but for a lone surrogate's three
+// bytes (Surrogate), which become sur (nil: kept), and a high and a low one together, which are
+// the character they pair for (as JSON.parse reads their escapes).
+func replaced(s string, sur []byte) string {
+	var b []byte
+	for i := 0; i < len(s); {
+		if hi, ok := Surrogate(s[i:]); ok {
+			if lo, ok := Surrogate(s[i+3:]); ok {
+				if r := utf16.DecodeRune(hi, lo); r != utf8.RuneError {
+					b = utf8.AppendRune(b, r)
+					i += 6
+					continue
+				}
+			}
+			if sur == nil {
+				b = append(b, s[i:i+3]...)
+			} else {
+				b = append(b, sur...)
+			}
+			i += 3
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		b = utf8.AppendRune(b, r)
+		i += n
+	}
+	return string(b)
+}
+
+// FuzzAppend holds AppendGo to json.Marshal, and AppendJS to a literal that holds no raw
+// control character and reads back as the string with each invalid byte replaced: by
+// encoding/json with a lone surrogate replaced too, by UnescapeWTF8 with it kept.
 func FuzzAppend(f *testing.F) {
 	for _, s := range samples {
 		f.Add(s)
@@ -48,8 +80,12 @@ func FuzzAppend(f *testing.F) {
 		}
 		js := AppendJS(nil, s)
 		var back string
-		if err := json.Unmarshal(js, &back); err != nil || back != string([]rune(s)) {
+		if err := json.Unmarshal(js, &back); err != nil || back != replaced(s, []byte("\ufffd")) {
 			t.Fatalf("AppendJS(%q) = %s, which reads back as %q (%v)", s, js, back, err)
+		}
+		kept, err := UnescapeWTF8(js[1 : len(js)-1])
+		if err != nil || string(kept) != replaced(s, nil) {
+			t.Fatalf("AppendJS(%q) = %s, which UnescapeWTF8 reads as %q (%v)", s, js, kept, err)
 		}
 		for _, c := range js {
 			if c < 0x20 {
@@ -57,6 +93,35 @@ func FuzzAppend(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoneSurrogates: a lone surrogate read by AppendUnescapedWTF8 is written back by AppendJS
+// as the same escape, as JSON.parse and JSON.stringify keep it; a pair is one character.
+func TestLoneSurrogates(t *testing.T) {
+	for in, want := range map[string]string{
+		`\ud800`:             "\xed\xa0\x80",
+		`\uDBFF`:             "\xed\xaf\xbf",
+		`\udc00`:             "\xed\xb0\x80",
+		`\ud83d\ude00`:       "😀",
+		`\ude00\ud83d`:       "\xed\xb8\x80\xed\xa0\xbd",
+		`\ud83dx`:            "\xed\xa0\xbdx",
+		`\ud83d\u0041`:       "\xed\xa0\xbdA",
+		`\ud83d\ud83d\ude00`: "\xed\xa0\xbd😀",
+	} {
+		got, err := UnescapeWTF8([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("UnescapeWTF8(%s) = %q, %v; want %q", in, got, err, want)
+			continue
+		}
+		back := AppendJS(nil, string(got))
+		again, _ := UnescapeWTF8(back[1 : len(back)-1])
+		if string(again) != want {
+			t.Errorf("AppendJS(%q) = %s, which reads back as %q", got, back, again)
+		}
+	}
+	if got := AppendJS(nil, "a\xed\xa0\x80b\xffc"); string(got) != `"a\ud800b`+"\ufffd"+`c"` {
+		t.Errorf("AppendJS(lone surrogate, invalid byte) = %s", got)
+	}
 }
 
 // TestAppendUnescaped checks escape sequences against encoding/json's reading of the same

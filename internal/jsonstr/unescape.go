@@ -15,7 +15,12 @@ var (
 
 // Unescape returns the characters of s, the inside of a JSON string literal, with its escape
 // sequences read (see AppendUnescaped).
-func Unescape(s []byte) ([]byte, error) {
+func Unescape(s []byte) ([]byte, error) { return unescape(s, false) }
+
+// UnescapeWTF8 is Unescape with a lone surrogate read as AppendUnescapedWTF8 reads it.
+func UnescapeWTF8(s []byte) ([]byte, error) { return unescape(s, true) }
+
+func unescape(s []byte, wtf8 bool) ([]byte, error) {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
 		if s[i] != '\\' {
@@ -24,7 +29,7 @@ func Unescape(s []byte) ([]byte, error) {
 			continue
 		}
 		var err error
-		if out, i, err = AppendUnescaped(out, s, i); err != nil {
+		if out, i, err = appendUnescaped(out, s, i, wtf8); err != nil {
 			return nil, err
 		}
 	}
@@ -36,6 +41,18 @@ func Unescape(s []byte) ([]byte, error) {
 // \u escape of a low one is one character, and any other surrogate becomes U+FFFD. It returns
 // the index after the sequence.
 func AppendUnescaped(buf, data []byte, i int) ([]byte, int, error) {
+	return appendUnescaped(buf, data, i, false)
+}
+
+// AppendUnescapedWTF8 is AppendUnescaped, but a lone surrogate (a \u escape of a surrogate that
+// is not half of a pair) is kept: appended in the three bytes UTF-8 would give it if it allowed
+// surrogates (the generalized UTF-8 of WTF-8, which AppendJS writes back as the escape). A
+// JavaScript string may hold one, and so keeps it through Go.
+func AppendUnescapedWTF8(buf, data []byte, i int) ([]byte, int, error) {
+	return appendUnescaped(buf, data, i, true)
+}
+
+func appendUnescaped(buf, data []byte, i int, wtf8 bool) ([]byte, int, error) {
 	if i+1 >= len(data) {
 		return buf, i, ErrTruncated
 	}
@@ -71,9 +88,21 @@ func AppendUnescaped(buf, data []byte, i int) ([]byte, int, error) {
 				}
 			}
 		}
-		r = utf8.RuneError // not a pair: the next escape is read on its own
+		if wtf8 { // not a pair: the next escape is read on its own
+			return append(buf, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f), i, nil
+		}
+		r = utf8.RuneError
 	}
 	return utf8.AppendRune(buf, r), i, nil
+}
+
+// Surrogate reports whether s starts with the generalized UTF-8 of a surrogate (see
+// AppendUnescapedWTF8), and returns it.
+func Surrogate(s string) (rune, bool) {
+	if len(s) < 3 || s[0] != 0xed || s[1] < 0xa0 || s[1] > 0xbf || s[2] < 0x80 || s[2] > 0xbf {
+		return 0, false
+	}
+	return rune(s[0]&0x0f)<<12 | rune(s[1]&0x3f)<<6 | rune(s[2]&0x3f), true
 }
 
 // hex4 reads the four hex digits at data[i:].
