@@ -386,3 +386,57 @@ func TestIdleInstancesAreEvicted(t *testing.T) {
 		t.Errorf("Instances = %v", ps)
 	}
 }
+
+// sleeper is a Model that answers after d, or when its context ends.
+type sleeper time.Duration
+
+func (s sleeper) Complete(ctx context.Context, msgs []agent.ChatMessage, _ []agent.ToolSpec, _ func(string)) (agent.ChatMessage, error) {
+	select {
+	case <-time.After(time.Duration(s)):
+		return agent.ChatMessage{Role: "assistant", Content: "done: " + msgs[len(msgs)-1].Content}, nil
+	case <-ctx.Done():
+		return agent.ChatMessage{}, context.Cause(ctx)
+	}
+}
+
+// Twenty principals' consults of a model that takes 2 s run side by side: together they take
+// about 2 s, not 40. The bound is 20 s: half the serial time, ten times the ideal, because the
+// test machine is shared and loaded; a serial runtime cannot pass it.
+func TestConsultsOfManyPrincipalsRunTogether(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("takes 2 s")
+	}
+	h := newHost(t, &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: sleeper(2 * time.Second)}, nil)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			a, err := h.Instance(t.Context(), agent.Principal{Name: "p" + string(rune('a'+i))})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ev := agent.UserText("question?")
+			ev.Context.Session = "s"
+			run, err := a.Ask(t.Context(), ev)
+			if err == nil && run.Reply != "done: question?" {
+				err = errors.New("reply " + run.Reply)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("20 consults of 2 s took %v, want about 2 s", d)
+	} else {
+		t.Logf("20 consults of 2 s took %v", d)
+	}
+}
