@@ -172,9 +172,7 @@ func load(ctx context.Context, h *Host, key Key) (*instance, error) {
 			return nil, fmt.Errorf("agent: loading %s: policy version %d is at position %d", key.Agent, pv.Version, i+1)
 		}
 		// Axioms and limits are the program's; the rules are the instance's own history.
-		p := d.policy.clone()
-		p.Rules = pv.Rules
-		cp, err := compile(p)
+		cp, err := d.compile(pv.Rules)
 		if err != nil {
 			return nil, fmt.Errorf("agent: loading %s: policy version %d: %w", key.Agent, pv.Version, err)
 		}

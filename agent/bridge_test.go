@@ -216,3 +216,38 @@ func TestRecoverSettlesCommittedTurns(t *testing.T) {
 		t.Errorf("RecoverTask(a later message's turn never committed) = %v, %v, want nothing", evs, err)
 	}
 }
+
+// A turn waiting for the model says so in its task's status, with its place in the queue.
+func TestQueuedTurnSaysSo(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	h, err := agent.NewHost(&agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: g}, &agent.HostOptions{Limiter: agent.NewLimiter(1, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	e := engine.New(agent.Executor(h), memory.New(), nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	if _, err := e.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("first?")),
+		Config: &a2a.SendMessageConfig{ReturnImmediately: true}}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	var queued []string
+	for ev, err := range e.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("second?"))}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := describeEvent(ev); strings.Contains(d, "queued") {
+			queued = append(queued, d)
+			st := ev.(*a2a.TaskStatusUpdateEvent)
+			if m := st.Metadata[agent.MetaKey].(map[string]any); m["ahead"] != "0" || m["scope"] != "server" || m["bound"] != "1" {
+				t.Errorf("queued metadata %v", m)
+			}
+			close(g.release)
+		}
+	}
+	if len(queued) != 1 || queued[0] != "status working queued: Waiting for the model: 0 ahead." {
+		t.Errorf("queued statuses %q", queued)
+	}
+}

@@ -10,6 +10,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/internal/gopool"
 )
 
 // Definition is what an operator writes once and every principal's instance shares: the policy
@@ -73,6 +75,41 @@ type definition struct {
 	model      Model
 	now        func() time.Time
 	knowledge  *knowledge
+
+	mu       sync.Mutex                 // guards compiled
+	compiled map[string]*compiledPolicy // policy versions by their rules (JSON): instances share them
+}
+
+// compile returns the definition's policy with rules, compiled once for every instance that
+// has that version (a compiled policy is immutable, and CEL programs are safe for concurrent
+// use): loading an instance then costs no compilation, and an idle one holds no programs.
+func (d *definition) compile(rules []Rule) (*compiledPolicy, error) {
+	key, err := json.Marshal(rules)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	cp := d.compiled[string(key)]
+	d.mu.Unlock()
+	if cp != nil {
+		return cp, nil
+	}
+	p := d.policy.clone()
+	p.Rules = cloneRules(rules)
+	if cp, err = compile(p); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.compiled == nil {
+		d.compiled = map[string]*compiledPolicy{}
+	}
+	if x := d.compiled[string(key)]; x != nil {
+		cp = x
+	} else {
+		d.compiled[string(key)] = cp
+	}
+	d.mu.Unlock()
+	return cp, nil
 }
 
 // HostOptions configure a Host. The zero value (or nil) is an in-memory store, no bound on model
@@ -109,6 +146,9 @@ type Host struct {
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
+	// pool runs turns on goroutines that keep their grown stacks: a turn evaluates CEL, which
+	// grows a new goroutine's stack every time (runtime.copystack was a fifth of a turn's CPU).
+	pool *gopool.Pool
 }
 
 type hostEntry struct {
@@ -192,7 +232,7 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		d.knowledge.terms = append(d.knowledge.terms, terms(b.Subject+" "+b.Value))
 	}
 	h := &Host{def: d, store: o.Store, opts: o, live: map[Principal]*hostEntry{}, tasks: map[string]*turn{},
-		quit: make(chan struct{}), done: make(chan struct{}), audit: def.Audit}
+		quit: make(chan struct{}), done: make(chan struct{}), audit: def.Audit, pool: gopool.New(time.Second)}
 	if h.audit == nil {
 		h.audit = capability.NewMemoryAudit(0)
 	}
@@ -244,6 +284,7 @@ func (h *Host) Close() error {
 				e.in.close()
 			}
 		}
+		h.pool.Close()
 	})
 	return nil
 }

@@ -230,11 +230,8 @@ func subjectKey(s string) string { return strings.Join(terms(s), " ") }
 
 func (m *memory) append(o Observation) {
 	i := len(m.log)
-	if i > 0 && m.log[i-1].Seq > o.Seq { // a turn that started earlier committed later
-		i, _ = slices.BinarySearchFunc(m.log, o.Seq, func(x Observation, seq int64) int { return cmpInt(x.Seq, seq) })
-		m.log = slices.Insert(m.log, i, o)
-		m.reindex()
-		m.nextSeq = max(m.nextSeq, o.Seq+1)
+	if i > 0 && m.log[i-1].Seq > o.Seq {
+		m.insert(o) // a turn that started earlier committed later
 		return
 	}
 	m.log = append(m.log, o)
@@ -249,29 +246,46 @@ func (m *memory) append(o Observation) {
 	m.nextSeq = max(m.nextSeq, o.Seq+1)
 }
 
-// reindex rebuilds the log's indexes after an insertion that moved entries.
-func (m *memory) reindex() {
-	clear(m.byID)
-	clear(m.index)
-	clear(m.citedIn)
-	for i, o := range m.log {
-		m.byID[o.ID] = i
+// insert puts o at its place by sequence number, before observations committed earlier with
+// later numbers (turns running side by side): those few, near the end, move up by one in the
+// indexes.
+func (m *memory) insert(o Observation) {
+	i, _ := slices.BinarySearchFunc(m.log, o.Seq, func(x Observation, seq int64) int { return cmpInt(x.Seq, seq) })
+	for j := len(m.log) - 1; j >= i; j-- { // the entries that move, last first
+		moved := m.log[j]
+		m.byID[moved.ID] = j + 1
 		seen := map[string]bool{}
-		for _, t := range terms(o.Text) {
-			if !seen[t] {
-				seen[t] = true
-				m.index[t] = append(m.index[t], i)
+		for _, t := range terms(moved.Text) {
+			if seen[t] {
+				continue
 			}
-			if m.cited[o.ID] > 0 {
-				set := m.citedIn[t]
-				if set == nil {
-					set = map[int]bool{}
-					m.citedIn[t] = set
+			seen[t] = true
+			l := m.index[t]
+			for k := len(l) - 1; k >= 0; k-- {
+				if l[k] == j {
+					l[k] = j + 1
+					break
 				}
-				set[i] = true
+			}
+			if set := m.citedIn[t]; set[j] {
+				delete(set, j)
+				set[j+1] = true
 			}
 		}
 	}
+	m.log = slices.Insert(m.log, i, o)
+	m.byID[o.ID] = i
+	seen := map[string]bool{}
+	for _, t := range terms(o.Text) {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		l := m.index[t]
+		k, _ := slices.BinarySearch(l, i)
+		m.index[t] = slices.Insert(l, k, i)
+	}
+	m.nextSeq = max(m.nextSeq, o.Seq+1)
 }
 
 // putBelief records b: a new one is appended, a known ID replaced in place.

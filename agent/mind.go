@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/cel-go/cel"
+
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
@@ -122,13 +124,22 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	}
 	fired := 0
 	var firstErr error
+	// The state the rules see changes only when one fires: it is computed then, not per rule.
+	stale := true
+	act, err := cel.NewActivation(vars)
+	if err != nil {
+		return err
+	}
 	for _, r := range m.pol.rules {
-		goals := m.v.openGoals()
-		vars["goals"] = goals
-		vars["state"] = map[string]int64{"observations": int64(m.v.observations()), "working": int64(len(m.v.working())),
-			"beliefs": int64(m.v.beliefCount()), "goals": int64(len(goals)), "fired": int64(fired),
-			"model": boolInt(m.hasModel)}
-		out, _, err := r.when.Eval(vars)
+		if stale {
+			goals := m.v.openGoals()
+			vars["goals"] = goals
+			vars["state"] = map[string]int64{"observations": int64(m.v.observations()), "working": int64(len(m.v.working())),
+				"beliefs": int64(m.v.beliefCount()), "goals": int64(len(goals)), "fired": int64(fired),
+				"model": boolInt(m.hasModel)}
+			stale = false
+		}
+		out, _, err := r.when.Eval(act)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
 			m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
@@ -139,7 +150,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		}
 		params := map[string]string{}
 		for name, prg := range r.params {
-			v, _, err := prg.Eval(vars)
+			v, _, err := prg.Eval(act)
 			if err == nil {
 				s, isStr := v.Value().(string)
 				if !isStr {
@@ -158,6 +169,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			continue
 		}
 		fired++
+		stale = true
 		m.record(run,
 			Entry{Kind: EntryThought, Rule: r.Name, Text: "rule " + r.Name + " matched: " + r.Reason},
 			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})

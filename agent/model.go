@@ -79,15 +79,35 @@ type contextLayers struct {
 // operator's knowledge (last first). It fails when
 // the identity and the message alone exceed the budget.
 func (l contextLayers) assemble(msg string, budget int) (string, error) {
+	know, beliefs, working, obs, err := l.fit(msg, budget)
+	if err != nil {
+		return "", err
+	}
+	if know == nil && beliefs == nil && working == nil && obs == nil {
+		return l.identity, nil
+	}
+	return l.render(know, beliefs, working, obs), nil
+}
+
+// size is the size, in EstimateTokens units, of what assemble returns, without building it.
+func (l contextLayers) size(msg string, budget int) (int, error) {
+	know, beliefs, working, obs, err := l.fit(msg, budget)
+	if err != nil {
+		return 0, err
+	}
+	return (l.renderLen(know, beliefs, working, obs)+3)/4 + EstimateTokens(msg), nil
+}
+
+// fit returns the items that fit the budget; all nil when only the identity does.
+func (l contextLayers) fit(msg string, budget int) (know, beliefs, working, obs []string, err error) {
 	fixed := EstimateTokens(l.identity) + EstimateTokens(msg)
 	if fixed > budget {
-		return "", fmt.Errorf("agent: the identity and the message need %d tokens, more than the context budget of %d", fixed, budget)
+		return nil, nil, nil, nil, fmt.Errorf("agent: the identity and the message need %d tokens, more than the context budget of %d", fixed, budget)
 	}
-	know, beliefs, working, obs := l.knowledge, l.beliefs, l.working, l.observations
+	know, beliefs, working, obs = l.knowledge, l.beliefs, l.working, l.observations
 	for {
-		sys := l.render(know, beliefs, working, obs)
-		if EstimateTokens(sys)+EstimateTokens(msg) <= budget {
-			return sys, nil
+		if (l.renderLen(know, beliefs, working, obs)+3)/4+EstimateTokens(msg) <= budget {
+			return know, beliefs, working, obs, nil
 		}
 		switch {
 		case len(obs) > 0:
@@ -99,28 +119,56 @@ func (l contextLayers) assemble(msg string, budget int) (string, error) {
 		case len(know) > 0:
 			know = know[:len(know)-1]
 		default: // the section headers alone do not fit: identity only
-			return l.identity, nil
+			return nil, nil, nil, nil, nil
+		}
+	}
+}
+
+var contextTitles = [4]string{
+	"What your operator wants you to know:",
+	"What you believe (long-term memory, with where it came from):",
+	"Working memory:",
+	"Recent observations, newest first:",
+}
+
+// pieces calls f on each piece of the rendering, in order (before trailing newlines are trimmed).
+func (l contextLayers) pieces(know, beliefs, working, obs []string, f func(string)) {
+	f(l.identity)
+	for i, items := range [4][]string{know, beliefs, working, obs} {
+		if len(items) == 0 {
+			continue
+		}
+		f("\n\n")
+		f(contextTitles[i])
+		f("\n")
+		for _, it := range items {
+			f("- ")
+			f(it)
+			f("\n")
 		}
 	}
 }
 
 func (l contextLayers) render(know, beliefs, working, obs []string) string {
 	var b strings.Builder
-	b.WriteString(l.identity)
-	section := func(title string, items []string) {
-		if len(items) == 0 {
-			return
-		}
-		b.WriteString("\n\n" + title + "\n")
-		for _, it := range items {
-			b.WriteString("- " + it + "\n")
-		}
-	}
-	section("What your operator wants you to know:", know)
-	section("What you believe (long-term memory, with where it came from):", beliefs)
-	section("Working memory:", working)
-	section("Recent observations, newest first:", obs)
+	b.Grow(l.renderLen(know, beliefs, working, obs) + 1)
+	l.pieces(know, beliefs, working, obs, func(s string) { b.WriteString(s) })
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// renderLen is len(l.render(know, beliefs, working, obs)), computed without rendering.
+func (l contextLayers) renderLen(know, beliefs, working, obs []string) int {
+	n, trailing := 0, 0 // trailing counts the newlines ending what was seen so far
+	l.pieces(know, beliefs, working, obs, func(s string) {
+		n += len(s)
+		t := len(s) - len(strings.TrimRight(s, "\n"))
+		if t == len(s) {
+			trailing += t
+		} else {
+			trailing = t
+		}
+	})
+	return n - trailing
 }
 
 // Context sizes: how many items of each layer are candidates before the budget is applied.
@@ -180,11 +228,11 @@ func (m *mind) workingContext(o Observation, prompt string) contextLayers {
 
 // contextSize is the size of the working context a consult about prompt would send now.
 func (m *mind) contextSize(o Observation, prompt string) int {
-	sys, err := m.workingContext(o, prompt).assemble(prompt, m.pol.src.Limits.ContextTokens)
+	n, err := m.workingContext(o, prompt).size(prompt, m.pol.src.Limits.ContextTokens)
 	if err != nil {
 		return 0
 	}
-	return EstimateTokens(sys) + EstimateTokens(prompt)
+	return n
 }
 
 // consult runs the model loop for observation o: the model answers, or calls granted tools

@@ -285,3 +285,21 @@ func TestCloseCancelsModel(t *testing.T) {
 		t.Errorf("Ask = %v, want a failed run or ErrClosed", err)
 	}
 }
+
+// renderLen is the length of what render returns, trailing newlines trimmed, for any items.
+func TestRenderLen(t *testing.T) {
+	t.Parallel()
+	for _, l := range []contextLayers{
+		{identity: "I am x."},
+		{identity: "I am x.\n", observations: []string{"o1 said\n\n"}},
+		{identity: "I", knowledge: []string{"k"}, beliefs: []string{"b1", "b2"}, working: []string{"\n"}, observations: []string{"\n", "\n\n"}},
+		{identity: "\n\n", working: []string{""}},
+	} {
+		for _, items := range [][4][]string{{l.knowledge, l.beliefs, l.working, l.observations}, {nil, l.beliefs, nil, nil}, {}} {
+			want := len(l.render(items[0], items[1], items[2], items[3]))
+			if got := l.renderLen(items[0], items[1], items[2], items[3]); got != want {
+				t.Errorf("renderLen(%q, %q) = %d, want %d", l.identity, items, got, want)
+			}
+		}
+	}
+}

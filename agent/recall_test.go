@@ -52,3 +52,41 @@ func TestSearchLogMatchesFullCount(t *testing.T) {
 		}
 	}
 }
+
+// Observations committed out of order (turns side by side) are indexed as if appended in
+// order.
+func TestInsertKeepsTheIndexes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	words := []string{"sky", "sea", "blue", "green"}
+	var obs []Observation
+	for i := range 300 {
+		obs = append(obs, Observation{ID: fmt.Sprintf("o%d", i+1), Seq: int64(i + 1), Text: words[rng.IntN(4)] + " " + words[rng.IntN(4)]})
+	}
+	inOrder, shuffled := newMemory(), newMemory()
+	for _, o := range obs {
+		inOrder.append(o)
+	}
+	for i := 0; i < len(obs); i += 5 { // commit each group of five in a random order
+		group := slices.Clone(obs[i:min(i+5, len(obs))])
+		rng.Shuffle(len(group), func(a, b int) { group[a], group[b] = group[b], group[a] })
+		for _, o := range group {
+			shuffled.append(o)
+			if rng.IntN(10) == 0 {
+				shuffled.cite(o.ID, 1)
+				inOrder.cite(o.ID, 1)
+			}
+		}
+	}
+	if diff := cmp.Diff(inOrder.byID, shuffled.byID); diff != "" {
+		t.Errorf("byID (-in order +shuffled):\n%s", diff)
+	}
+	if diff := cmp.Diff(inOrder.index, shuffled.index); diff != "" {
+		t.Errorf("index (-in order +shuffled):\n%s", diff)
+	}
+	for _, q := range [][]string{{"sky"}, {"sea", "blue"}, {"green", "sky", "sea"}} {
+		if diff := cmp.Diff(inOrder.searchLog(q, 10), shuffled.searchLog(q, 10)); diff != "" {
+			t.Errorf("searchLog(%q) (-in order +shuffled):\n%s", q, diff)
+		}
+	}
+}

@@ -205,7 +205,7 @@ func (c *core) grant(s *sessionSlot, t *turn) {
 		t.number = s.last + 1
 	}
 	c.in.turns.Add(1)
-	go t.main()
+	c.in.h.pool.Go(t.main)
 }
 
 // step hands the state to t until t hands it back.
