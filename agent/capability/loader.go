@@ -209,12 +209,15 @@ func (s *Set) InstallOffered(ctx context.Context, name, strategy string, r *Rest
 		return Installed{}, fmt.Errorf("capability: making %s: %w", name, err)
 	}
 	if c.name != name {
+		c.Revoke(ErrBadManifest)
 		return Installed{}, fmt.Errorf("%w: the offer %s made a capability named %s", ErrBadManifest, name, c.name)
 	}
 	if err := c.contract.Within(o.Manifest.Contract); err != nil {
+		c.Revoke(ErrBadManifest)
 		return Installed{}, fmt.Errorf("%w: %s: its contract is wider than its manifest's: %v", ErrBadManifest, name, err)
 	}
 	if err := s.install(ctx, c, Grant{Strategy: st, Minimum: min, Approved: approved, By: by, Restrictions: rs}, true, origin); err != nil {
+		c.Revoke(err)
 		return Installed{}, err
 	}
 	return Installed{Name: name, Strategy: st, Contract: contract, Approved: approved}, nil

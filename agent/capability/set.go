@@ -100,11 +100,20 @@ type grant struct {
 	minimum      StrategyKind
 	approved     bool // the contract is approved
 	approvedBy   string
-	offered      bool // installed from the catalog
+	offered      bool        // installed from the catalog
+	made         *Capability // what the offer made for this holder: revoked with the grant
 	restrictions Restrictions
 	installed    time.Time
 	by           string
 	meters       map[string]*meter // budget scope ("" or a session) -> meter
+}
+
+// revoke revokes the holder's copy, and what an offer made for the holder.
+func (g *grant) revoke(why error) {
+	g.cap.Revoke(why)
+	if g.made != nil {
+		g.made.Revoke(why)
+	}
 }
 
 func (g *grant) strategyFor(session string) (Strategy, string) {
@@ -184,6 +193,8 @@ func (s *Set) Install(ctx context.Context, c *Capability, g Grant) error {
 	return s.install(ctx, c, g, false, Origin{Kind: OriginOperator})
 }
 
+// install holds c under g; offered says c was made by an offer for this holder alone, to be
+// revoked with the grant (revoking the holder's copy would leave it, and what it holds open).
 func (s *Set) install(ctx context.Context, c *Capability, g Grant, offered bool, origin Origin) error {
 	if err := g.Strategy.Validate(); err != nil {
 		return err
@@ -210,6 +221,9 @@ func (s *Set) install(ctx context.Context, c *Capability, g Grant, offered bool,
 	default:
 		s.held[c.name] = &grant{cap: copy, strategy: g.Strategy, minimum: min, approved: g.Approved,
 			approvedBy: cmpOr(g.By, "unknown"), offered: offered, restrictions: g.Restrictions, installed: s.now(), by: g.By}
+		if offered {
+			s.held[c.name].made = c
+		}
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -239,7 +253,7 @@ func (s *Set) Uninstall(ctx context.Context, name, by string) error {
 	if g == nil {
 		return fmt.Errorf("%w: %s", ErrNotHeld, name)
 	}
-	g.cap.Revoke(errors.New("uninstalled"))
+	g.revoke(errors.New("uninstalled"))
 	s.record(ctx, Record{Capability: name, Outcome: OutcomeUninstalled, By: cmpOr(by, "unknown")}, true)
 	s.notify()
 	return nil
@@ -396,7 +410,7 @@ func (s *Set) Close() {
 	s.held, s.pending, s.closed = map[string]*grant{}, nil, true
 	s.mu.Unlock()
 	for _, g := range held {
-		g.cap.Revoke(ErrSetClosed)
+		g.revoke(ErrSetClosed)
 	}
 }
 

@@ -108,19 +108,21 @@ func (s *Set) reinstall(ctx context.Context, h Held) error {
 		return err
 	}
 	if c.name != h.Name || c.contract.Within(o.Manifest.Contract) != nil {
+		c.Revoke(ErrBadManifest)
 		return fmt.Errorf("%w: the offer %s changed", ErrBadManifest, h.Name)
 	}
 	copy, err := c.Derive(h.Restrictions)
 	if err != nil {
+		c.Revoke(err)
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.held[h.Name] != nil {
-		copy.Revoke(ErrSetClosed)
+		c.Revoke(ErrSetClosed)
 		return ErrSetClosed
 	}
 	s.held[h.Name] = &grant{cap: copy, strategy: h.Strategy, minimum: o.Manifest.Strategy.Minimum, offered: true,
-		restrictions: h.Restrictions, installed: h.Installed, by: h.By}
+		restrictions: h.Restrictions, installed: h.Installed, by: h.By, made: c}
 	return nil
 }

@@ -30,25 +30,9 @@ func cardSigner(path, baseURL string) (func(*a2a.AgentCard) error, http.Handler,
 	if baseURL == "" {
 		return nil, nil, errors.New("-card-key needs -base-url: a signed card must name a fixed origin")
 	}
-	data, err := os.ReadFile(path)
+	signer, err := readSigningKey("-card-key", path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-card-key: %w", err)
-	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, nil, fmt.Errorf("-card-key: no PEM block in %s", path)
-	}
-	var key any
-	if key, err = x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
-		if key, err = x509.ParseECPrivateKey(block.Bytes); err != nil {
-			if key, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
-				return nil, nil, fmt.Errorf("-card-key: %s holds no PKCS#8, EC or RSA private key", path)
-			}
-		}
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, nil, fmt.Errorf("-card-key: %T cannot sign", key)
+		return nil, nil, err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(signer.Public())
 	if err != nil {
@@ -70,29 +54,64 @@ func cardSigner(path, baseURL string) (func(*a2a.AgentCard) error, http.Handler,
 	return sign, publish, nil
 }
 
-// trustedCardVerifier reads the JWK set at path (-trust-keys) and returns the check a client
-// verb runs on the agent card: it must carry a signature by one of those keys.
-func trustedCardVerifier(path string) (func(*a2a.AgentCard) error, error) {
+// readSigningKey reads the PEM private key (PKCS#8, SEC 1 EC or PKCS#1 RSA) at path, for the
+// flag named flagName.
+func readSigningKey(flagName, path string) (crypto.Signer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("-trust-keys: %w", err)
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("%s: no PEM block in %s", flagName, path)
+	}
+	var key any
+	if key, err = x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
+		if key, err = x509.ParseECPrivateKey(block.Bytes); err != nil {
+			if key, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+				return nil, fmt.Errorf("%s: %s holds no PKCS#8, EC or RSA private key", flagName, path)
+			}
+		}
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%s: %T cannot sign", flagName, key)
+	}
+	return signer, nil
+}
+
+// readTrustedKeys reads the JWK set at path, for the flag named flagName, keeping its public
+// signing keys: a symmetric key verifies whatever its holders sign.
+func readTrustedKeys(flagName, path string) (*jose.JSONWebKeySet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
 	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(data, &set); err != nil {
-		return nil, fmt.Errorf("-trust-keys %s: not a JWK set: %w", path, err)
+		return nil, fmt.Errorf("%s %s: not a JWK set: %w", flagName, path, err)
 	}
 	var keys jose.JSONWebKeySet
 	for _, k := range set.Keys {
-		// Public signing keys only: a symmetric key verifies whatever its holders sign.
 		if k.Valid() && k.IsPublic() && k.Use != "enc" {
 			keys.Keys = append(keys.Keys, k.Public())
 		}
 	}
 	if len(keys.Keys) == 0 {
-		return nil, fmt.Errorf("-trust-keys %s: no public signing key in the set", path)
+		return nil, fmt.Errorf("%s %s: no public signing key in the set", flagName, path)
+	}
+	return &keys, nil
+}
+
+// trustedCardVerifier reads the JWK set at path (-trust-keys) and returns the check a client
+// verb runs on the agent card: it must carry a signature by one of those keys.
+func trustedCardVerifier(path string) (func(*a2a.AgentCard) error, error) {
+	keys, err := readTrustedKeys("-trust-keys", path)
+	if err != nil {
+		return nil, err
 	}
 	return func(card *a2a.AgentCard) error {
-		switch err := auth.VerifyCard(card, &keys); {
+		switch err := auth.VerifyCard(card, keys); {
 		case errors.Is(err, auth.ErrCardUnsigned):
 			return fmt.Errorf("the agent card is not signed, and -trust-keys requires a signature: %w", err)
 		case err != nil:

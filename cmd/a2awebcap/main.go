@@ -52,6 +52,7 @@ const usage = `a2awebcap — a server, library and CLI for A2A agents, with a Ca
 
 Usage:
   a2awebcap serve [flags]    run an A2A server (see "a2awebcap serve -h")
+  a2awebcap sign-capability -key FILE DIR   sign a capability package
 
 ` + verbsUsage + `
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
@@ -70,6 +71,11 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "sign-capability":
+		err = signCapability(os.Args[2:])
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 	case "card", "send", "stream", "get", "list", "cancel", "subscribe":
 		err = verbError(runVerb(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
 		if errors.Is(err, flag.ErrHelp) {
@@ -102,6 +108,7 @@ type serveConfig struct {
 	cardKey                                                       string
 	llmURL, llmModel                                              string
 	runtime                                                       runtimeConfig
+	caps                                                          capabilityConfig
 }
 
 func serve(args []string) error {
@@ -164,6 +171,7 @@ Flags (each can also be set by the environment variable shown):
 	c.quota.flags(fs)
 	c.limits.flags(fs)
 	c.runtime.flags(fs)
+	c.caps.flags(fs)
 	c.extendedCard.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -199,6 +207,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	defer st.Close()
 
 	var exec a2asrv.AgentExecutor
+	var agentCaps binding.AgentCapabilities
 	card := agentCard(c)
 	switch c.agent {
 	case "builtin":
@@ -211,7 +220,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 			return err
 		}
 		defer closeAgent()
-		exec = agent.Executor(h)
+		exec, agentCaps = agent.Executor(h), h.CallerCapabilities
 	default:
 		return fmt.Errorf("-agent: unknown agent %q (want runtime, builtin, notes or conformance)", c.agent)
 	}
@@ -294,7 +303,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	hopts := &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle,
+		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
@@ -462,6 +471,10 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 		return nil, nil, fmt.Errorf("the %s agent's memory: %w", c.agent, err)
 	}
 	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes()}
+	if err := c.caps.apply(ctx, def); err != nil {
+		closeStore()
+		return nil, nil, err
+	}
 	if c.agent == "runtime" {
 		def.Policy = agent.Assistant()
 		def.Tools = map[string]agent.Tool{"clock": agent.Clock(nil)}
