@@ -76,8 +76,17 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			var out a2a.Event
 			switch e.Kind {
 			case EntryThought, EntryCall, EntryStep:
+				if e.Result["restart"] == "true" {
+					answer = "" // the turn starts again: its answer is a new artifact
+				}
 				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil)
 				st.SetMeta(MetaKey, entryMeta(e))
+				out = st
+			case EntrySession: // a budget running low, the session's end: said to the user
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
+				m := entryMeta(e)
+				m["session"] = e.Rule
+				st.SetMeta(MetaKey, m)
 				out = st
 			case EntryQueued:
 				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(queuedText(e)))
@@ -145,14 +154,20 @@ func endEvent(t a2a.TaskInfoProvider, res map[string]string) *a2a.TaskStatusUpda
 	switch res["status"] {
 	case "input-required":
 		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateInputRequired, msg(res["question"]))
-	case "canceled":
-		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateCanceled, nil)
+	case "canceled": // with why, when a newer message interrupted it
+		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateCanceled, msg(res["failure"]))
 	case "failed": // the cause stays in the server's hands
 		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateFailed, msg(cmpOr(res["failure"], "I could not save my memory of this message.")))
 	default:
 		st = a2a.NewStatusUpdateEvent(t, a2a.TaskStateCompleted, msg(res["reply"]))
 	}
-	st.SetMeta(MetaKey, map[string]any{"kind": string(EntryEnd), "observation": res["observation"], "policy": res["policy"]})
+	meta := map[string]any{"kind": string(EntryEnd), "observation": res["observation"], "policy": res["policy"]}
+	for _, k := range []string{"warning", "collapse"} { // the session's notes, repeated
+		if res[k] != "" {
+			meta[k] = res[k]
+		}
+	}
+	st.SetMeta(MetaKey, meta)
 	return st
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/agent/session"
 	"github.com/a2awebcap/a2awebcap/internal/gopool"
 )
 
@@ -52,6 +53,12 @@ type Definition struct {
 	Knowledge []Fact
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sessions configures every instance's chat sessions (A2A contexts; package agent/session):
+	// the context strategy, the window, interruption, budgets. Zero fields are the session
+	// package's defaults, except the window: zero means the policy's Limits.ContextTokens.
+	Sessions session.Config
+	// ModelName names the model for the price table (HostOptions.Prices); "" means "*".
+	ModelName string
 }
 
 // Fact is an item of a definition's read-only knowledge.
@@ -75,6 +82,8 @@ type definition struct {
 	model      Model
 	now        func() time.Time
 	knowledge  *knowledge
+	sessions   session.Config // checked, with the window set
+	modelName  string
 
 	mu       sync.Mutex                 // guards compiled
 	compiled map[string]*compiledPolicy // policy versions by their rules (JSON): instances share them
@@ -128,6 +137,9 @@ type HostOptions struct {
 	ParkTimeout time.Duration
 	// Mailbox is each instance's mailbox capacity; zero means 64.
 	Mailbox int
+	// Prices is the operator's price table, which sessions charge their cost budgets by; nil
+	// means no prices (costs are unknown, and the sessions say so).
+	Prices session.Prices
 }
 
 // Host serves a Definition to many principals, each with an instance of its own. See the
@@ -188,7 +200,16 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		return nil, err
 	}
 	d := &definition{name: def.Name, policy: pol.clone(), tools: maps.Clone(def.Tools), toolHelp: maps.Clone(def.ToolHelp),
-		model: def.Model, now: def.Now, knowledge: &knowledge{}}
+		model: def.Model, now: def.Now, knowledge: &knowledge{}, sessions: def.Sessions, modelName: def.ModelName}
+	if d.sessions.Window == 0 { // the policy's context budget (its default), at least the session's least
+		d.sessions.Window = session.DefaultWindow
+		if pol.Limits.ContextTokens > 0 {
+			d.sessions.Window = max(pol.Limits.ContextTokens, 64)
+		}
+	}
+	if err := d.sessions.Validate(); err != nil {
+		return nil, fmt.Errorf("agent: the definition's sessions: %w", err)
+	}
 	if d.tools == nil {
 		d.tools = map[string]Tool{}
 	}

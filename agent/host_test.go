@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
 // gate is a Model whose calls wait until released (or their context ends); it records every
@@ -249,7 +250,8 @@ func TestSessionOrder(t *testing.T) {
 	}
 }
 
-// A turn that fails or is canceled commits nothing: not its message, not what its rules wrote.
+// A turn that fails or is canceled commits nothing of memory: not its message, not what its
+// rules wrote. Its session records it (failed, with no observation), as every turn of a session.
 func TestFailedTurnsLeaveNoMemory(t *testing.T) {
 	t.Parallel()
 	failing := modelFunc(func(ctx context.Context) (agent.ChatMessage, error) {
@@ -271,8 +273,10 @@ func TestFailedTurnsLeaveNoMemory(t *testing.T) {
 	if v.Observations != 0 || len(v.Beliefs) != 0 || len(v.Goals) != 0 || len(v.Working) != 0 {
 		t.Errorf("a failed turn left memory: %+v", v)
 	}
-	if turns, _ := h.Store().Turns(t.Context(), agent.Key{Agent: "helper", Principal: a.Principal()}, "s"); len(turns) != 0 {
-		t.Errorf("a failed turn left a record: %+v", turns)
+	turns, _ := h.Store().Turns(t.Context(), agent.Key{Agent: "helper", Principal: a.Principal()}, "s")
+	if len(turns) != 1 || turns[0].Status != agent.TurnFailed || turns[0].Observation != "" || turns[0].Detail == nil ||
+		turns[0].Detail.Status != session.Failed || turns[0].Detail.User.Content != "tides" {
+		t.Errorf("a failed turn's record: %+v", turns)
 	}
 	snap, _ := h.Store().Load(t.Context(), agent.Key{Agent: "helper", Principal: a.Principal()})
 	if len(snap.Observations)+len(snap.Beliefs)+len(snap.Goals) != 0 {

@@ -83,6 +83,9 @@ type mind struct {
 	// t is the turn the mind runs, through which it runs effects (tool and model calls); nil
 	// in a replay.
 	t *turn
+	// conversation is the session whose turns a consult sends as chat messages: its
+	// observations stay out of the working context's observations ("" for none).
+	conversation string
 }
 
 func newMind(name string, v *view, pol *compiledPolicy, now func() time.Time) *mind {

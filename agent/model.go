@@ -206,6 +206,9 @@ func (m *mind) workingContext(o Observation, prompt string) contextLayers {
 		s := fmt.Sprintf("%s is %s (confidence %.2f, %s; from %s, observations %s; reason: %s)",
 			b.Subject, b.Value, b.Confidence, b.Status, src, strings.Join(p.Observations, " "), p.Reason)
 		l.beliefs = append(l.beliefs, s)
+		if m.t != nil && m.t.sess {
+			m.t.cited = append(m.t.cited, beliefFact(b))
+		}
 	}
 	w := m.v.working()
 	for i := len(w) - 1; i >= 0; i-- {
@@ -215,6 +218,9 @@ func (m *mind) workingContext(o Observation, prompt string) contextLayers {
 	m.v.recent(contextObservations, func(x Observation) bool {
 		if x.ID == o.ID || x.Text == "" {
 			return false
+		}
+		if m.conversation != "" && x.Context.Session == m.conversation {
+			return false // the conversation itself comes as chat messages
 		}
 		src := string(x.Source.Kind)
 		if x.Source.Name != "" {
@@ -251,12 +257,20 @@ func (m *mind) consult(ctx context.Context, r *compiledRule, o Observation, p ma
 	}
 	lim := m.pol.src.Limits
 	prompt := cmpOr(p["prompt"], o.Text)
-	sys, err := m.workingContext(o, prompt).assemble(prompt, lim.ContextTokens)
-	if err != nil {
-		return m.consultFailed(run, r, res, err)
+	var msgs []ChatMessage
+	if m.t.sess {
+		var err error
+		if msgs, err = m.sessionContext(ctx, o, prompt); err != nil {
+			return m.consultFailed(run, r, res, err)
+		}
+	} else {
+		sys, err := m.workingContext(o, prompt).assemble(prompt, lim.ContextTokens)
+		if err != nil {
+			return m.consultFailed(run, r, res, err)
+		}
+		m.t.consulted(o, prompt, EstimateTokens(sys)+EstimateTokens(prompt))
+		msgs = []ChatMessage{{Role: "system", Content: sys}, {Role: "user", Content: prompt}}
 	}
-	m.t.consulted(o, prompt, EstimateTokens(sys)+EstimateTokens(prompt))
-	msgs := []ChatMessage{{Role: "system", Content: sys}, {Role: "user", Content: prompt}}
 	onText := func(s string) { m.record(run, Entry{Kind: EntryText, Rule: r.Name, Text: s}) }
 	for step := 1; step <= lim.ModelSteps; step++ {
 		// Each step offers what the instance holds now: a capability installed (or revoked) by

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
 // Key names one instance in a [Store]: the definition's name and the principal it serves.
@@ -29,7 +31,7 @@ type Store interface {
 	// ErrDuplicateObservation), beliefs, goals, reviews and session documents inserted or
 	// replaced by ID (keeping the order first saved), Working replaces the working state when
 	// set, policy versions are appended (a version already there is ErrDuplicatePolicy), Current
-	// is the version in force when non-zero, and Turn is added to the turn records.
+	// is the version in force when non-zero, and Turn, then Turns, are added to the turn records.
 	Commit(ctx context.Context, key Key, b *Batch) error
 	// LastTurn returns the highest turn number recorded in session, 0 when none.
 	LastTurn(ctx context.Context, key Key, session string) (int, error)
@@ -40,6 +42,8 @@ type Store interface {
 	TurnByTask(ctx context.Context, agent, task string) (*TurnRecord, Key, error)
 	// Session returns the session document id of key, nil when there is none.
 	Session(ctx context.Context, key Key, id string) (json.RawMessage, error)
+	// Sessions returns every session document of key, by ID.
+	Sessions(ctx context.Context, key Key) ([]SessionDoc, error)
 	// Instances lists the principals that have an instance of agent, in the order first
 	// committed.
 	Instances(ctx context.Context, agent string) ([]Principal, error)
@@ -73,7 +77,9 @@ type Batch struct {
 	Current      int
 	Reviews      []Review
 	Turn         *TurnRecord
-	Sessions     []SessionDoc
+	// Turns are more turn records, after Turn: a session's turns merged or forked in.
+	Turns    []TurnRecord
+	Sessions []SessionDoc
 	// Capabilities replaces the instance's capability set (capability.State, as JSON) when
 	// set.
 	Capabilities json.RawMessage
@@ -89,10 +95,15 @@ type SessionDoc struct {
 // TurnStatus is how a committed turn ended.
 type TurnStatus string
 
-// The statuses of a committed turn. Turns that fail or are canceled commit nothing.
+// The statuses of a committed turn. A turn of a session (an A2A context) that failed, was
+// canceled or was aborted by a newer message commits its record and its session, and none of
+// its memory writes; outside a session, such a turn commits nothing.
 const (
 	TurnCompleted     TurnStatus = "completed"
 	TurnInputRequired TurnStatus = "input-required"
+	TurnFailed        TurnStatus = "failed"
+	TurnCanceled      TurnStatus = "canceled"
+	TurnAborted       TurnStatus = "aborted"
 )
 
 // TurnRecord is the record a turn commits with its memory writes.
@@ -125,6 +136,10 @@ type TurnRecord struct {
 	Ended         time.Time `json:"ended"`
 	// Latency is Ended - Started.
 	Latency time.Duration `json:"latency"`
+	// Detail is the turn as its session records it (package agent/session): the user's
+	// message and the answer, usage, cost, facts, attempts, origin. Nil for a turn outside a
+	// session.
+	Detail *session.Turn `json:"detail,omitempty"`
 }
 
 // WorkingState is an agent's short-term state, kept so that it survives a restart: its working
@@ -257,7 +272,11 @@ func (s *memStore) Commit(_ context.Context, key Key, b *Batch) error {
 	}
 	if b.Turn != nil {
 		s.seq++
-		in.turns = append(in.turns, memTurn{s.seq, *b.Turn})
+		in.turns = append(in.turns, memTurn{s.seq, b.Turn.clone()})
+	}
+	for _, t := range b.Turns {
+		s.seq++
+		in.turns = append(in.turns, memTurn{s.seq, t.clone()})
 	}
 	for _, d := range b.Sessions {
 		in.sessions[d.ID] = slices.Clone(d.Doc)
@@ -348,6 +367,20 @@ func (s *memStore) Session(_ context.Context, key Key, id string) (json.RawMessa
 	return nil, nil
 }
 
+func (s *memStore) Sessions(_ context.Context, key Key) ([]SessionDoc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.inst[key]
+	if in == nil {
+		return nil, nil
+	}
+	var out []SessionDoc
+	for _, id := range slices.Sorted(maps.Keys(in.sessions)) {
+		out = append(out, SessionDoc{ID: id, Doc: slices.Clone(in.sessions[id])})
+	}
+	return out, nil
+}
+
 func (s *memStore) Instances(_ context.Context, agent string) ([]Principal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -392,4 +425,17 @@ func cloneRules(rs []Rule) []Rule {
 		out[i].Params = maps.Clone(out[i].Params)
 	}
 	return out
+}
+
+func (r TurnRecord) clone() TurnRecord {
+	if r.Detail != nil {
+		d := *r.Detail
+		d.Merged, d.Facts = slices.Clone(d.Merged), slices.Clone(d.Facts)
+		if d.Origin != nil {
+			o := *d.Origin
+			d.Origin = &o
+		}
+		r.Detail = &d
+	}
+	return r
 }

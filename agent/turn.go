@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
 // EntryQueued is a working-log entry saying the turn waits: for the model (Result "scope" is
@@ -66,6 +67,18 @@ type turn struct {
 	out    *output
 	baton  chan struct{}
 	back   chan struct{}
+	// admitted says whether the instance took the turn (nil) or refused its message (a session
+	// that is collapsed, say): start waits for it.
+	admitted chan error
+
+	// A turn of a session (sessions.go): sess is set when the turn is one of its session's,
+	// actx is the context of the current attempt (a merge restarts the turn: acancel ends the
+	// attempt, not the turn), cited are the facts it relied on.
+	sess    bool
+	actx    context.Context
+	acancel context.CancelCauseFunc
+	cited   []session.Fact
+	notes   []Entry // the session's notes for the user given as the message arrived
 
 	// Set while holding the state, read by consumers only after the end entry (or a park).
 	c      *core
@@ -113,6 +126,16 @@ type sessionSlot struct {
 	queue []*turn
 	last  int  // the last committed turn's number
 	known bool // last was read from the store
+
+	// Of a session (an A2A context): its state, loaded from the store on first use
+	// (sessions.go). Turns admitted before it loaded wait in pending.
+	id      string
+	s       *session.Session
+	loading bool
+	pending []*turn
+	running *turn // the turn holding the slot
+	// nextStart is the turn the session started as the last one ended, for nextSessionTurn.
+	nextStart *session.Decision
 }
 
 // start admits a turn for ev on a's instance, or gives ev to the turn of its task that waits
@@ -130,12 +153,26 @@ func (a *Agent) start(ctx context.Context, ev Event, o turnOptions) (*turn, int,
 		}
 	}
 	t := &turn{in: e.in, e: e, ev: ev, opts: o, out: newOutput(), baton: make(chan struct{}), back: make(chan struct{}),
-		reply: make(chan Event, 1), started: time.Now()}
+		reply: make(chan Event, 1), started: time.Now(), admitted: make(chan error, 1)}
 	// A turn lives on the instance's lifetime, not its caller's request: a turn that parks
 	// outlives the request that started it. The executor cancels it while attached (bound).
 	t.ctx, t.cancel = context.WithCancelCause(e.in.life)
 	t.ctx = context.WithValue(t.ctx, turnKey{}, t)
+	t.actx, t.acancel = context.WithCancelCause(t.ctx)
 	if err := e.in.post(ctx, func(c *core) { c.admit(t) }); err != nil {
+		t.cancel(err)
+		a.h.release(e)
+		return nil, 0, err
+	}
+	// Admission is quick, but a session's first message waits for it to load from the store.
+	select {
+	case err = <-t.admitted:
+	case <-ctx.Done():
+		err = ctx.Err()
+		t.cancel(err) // it may still be admitted: it then ends at once
+		return nil, 0, err
+	}
+	if err != nil { // refused: it holds nothing of the instance
 		t.cancel(err)
 		a.h.release(e)
 		return nil, 0, err
@@ -166,12 +203,19 @@ func TurnOf(ctx context.Context) (TurnInfo, bool) {
 }
 
 // admit takes t into the instance: it starts now, or after the turns of its session before it.
+// A message of a session goes to its session first (admitSession), which may queue it, have it
+// interrupt the running turn, or refuse it.
 func (c *core) admit(t *turn) {
 	if t.in.closing() {
 		t.c = c
 		t.abort(ErrClosed)
+		t.admitted <- nil
 		return
 	}
+	if c.admitSession(t) {
+		return
+	}
+	t.admitted <- nil
 	c.inflight++
 	t.c = c
 	c.in.h.addTask(t)
@@ -200,8 +244,9 @@ func (t *turn) abort(err error) {
 // grant gives s to t and starts t's goroutine, which asks for the state through the mailbox.
 func (c *core) grant(s *sessionSlot, t *turn) {
 	s.busy = true
+	s.running = t
 	t.slot = s
-	if s.known {
+	if s.known && !t.sess { // (a session numbers its turns itself)
 		t.number = s.last + 1
 	}
 	c.in.turns.Add(1)
@@ -255,19 +300,24 @@ func (t *turn) main() {
 	if !t.slot.known {
 		t.slot.last, t.slot.known = t.number-1, true
 	}
-	t.v = newView(c.mem)
-	d := c.def
-	t.m = &mind{name: d.name, v: t.v, pol: c.versions[c.current], now: d.now, tools: d.tools, toolHelp: d.toolHelp,
-		model: d.model, hasModel: d.model != nil, t: t}
-	t.policy = c.current + 1
-	ev := t.ev
-	ev.Context.Turn = t.number
-	o := t.m.observe(ev)
-	t.obsID = o.ID
-	if t.ctx.Err() == nil && !t.capabilityCommand(t.ctx, o) {
-		_ = t.m.integrate(t.ctx, o, &t.run)
+	for {
+		t.v = newView(c.mem)
+		d := c.def
+		t.m = &mind{name: d.name, v: t.v, pol: c.versions[c.current], now: d.now, tools: d.tools, toolHelp: d.toolHelp,
+			model: d.model, hasModel: d.model != nil, t: t}
+		t.policy = c.current + 1
+		ev := t.ev
+		ev.Context.Turn = t.number
+		o := t.m.observe(ev)
+		t.obsID = o.ID
+		if t.actx.Err() == nil && !t.capabilityCommand(t.actx, o) {
+			_ = t.m.integrate(t.actx, o, &t.run)
+		}
+		if !t.restart() { // a message merged into the turn: it runs again, with it
+			t.finish(&o)
+			return
+		}
 	}
-	t.finish(&o)
 }
 
 // finish commits or drops the turn's writes, frees its session for the next turn, ends its
@@ -278,14 +328,17 @@ func (t *turn) finish(o *Observation) {
 	switch {
 	case t.err != nil:
 		status = "failed"
-	case t.ctx.Err() != nil:
+	case t.ctx.Err() != nil || t.actx.Err() != nil:
 		status = "canceled"
 	case t.run.Failure != "":
 		status = "failed"
 	case t.run.Question != "":
 		status = "input-required"
 	}
-	if o != nil && (status == "completed" || status == "input-required") {
+	var notes []Entry
+	if t.sess {
+		status, notes = t.finishSession(o, status)
+	} else if o != nil && (status == "completed" || status == "input-required") {
 		now := c.def.now()
 		rec := TurnRecord{Task: t.ev.Context.Task, Session: t.ev.Context.Session, Number: t.number, Message: t.opts.message,
 			Observation: o.ID, Policy: t.policy, Status: TurnStatus(status), Reply: t.run.Reply, Question: t.run.Question,
@@ -320,8 +373,10 @@ func (t *turn) finish(o *Observation) {
 	}
 	// The next turn of the session.
 	s := t.slot
-	s.busy = false
-	if len(s.queue) > 0 {
+	s.busy, s.running = false, nil
+	if t.sess {
+		c.nextSessionTurn(s)
+	} else if len(s.queue) > 0 {
 		next := s.queue[0]
 		s.queue = s.queue[1:]
 		c.grant(s, next)
@@ -334,11 +389,17 @@ func (t *turn) finish(o *Observation) {
 	if o != nil {
 		res["observation"], text = o.ID, "run "+o.ID+" ended"
 	}
+	for _, n := range notes {
+		res[n.Rule] = joinLine(res[n.Rule], n.Text)
+	}
 	end := Entry{Kind: EntryEnd, Text: text, Result: res}
 	t.run.Log = append(t.run.Log, end)
 	t.yieldState()
 	t.cancel(errTurnEnded)
 	t.in.h.release(t.e)
+	for _, n := range notes { // the session's warnings, before the end
+		t.out.push(n)
+	}
 	t.out.push(end) // last: consumers see the end once the turn has let go of everything
 }
 

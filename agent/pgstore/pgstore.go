@@ -307,6 +307,12 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 				return err
 			}
 		}
+		for _, t := range b.Turns {
+			if _, err := tx.Exec(ctx, `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES ($1, $2, $3, $4, $5)`,
+				id, t.Task, t.Session, t.Number, jsonOf(t)); err != nil {
+				return err
+			}
+		}
 		for _, d := range b.Sessions {
 			if _, err := tx.Exec(ctx, `INSERT INTO agent_sessions (inst, id, doc) VALUES ($1, $2, $3)
 				ON CONFLICT (inst, id) DO UPDATE SET doc = excluded.doc`, id, d.ID, string(d.Doc)); err != nil {
@@ -385,6 +391,29 @@ func (s *Store) Session(ctx context.Context, key agent.Key, id string) (json.Raw
 		return nil, fmt.Errorf("pgstore: session: %w", err)
 	}
 	return doc, nil
+}
+
+// Sessions implements agent.Store.
+func (s *Store) Sessions(ctx context.Context, key agent.Key) ([]agent.SessionDoc, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, doc FROM agent_sessions WHERE inst = (`+instanceID+`) ORDER BY id`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: sessions: %w", err)
+	}
+	docs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (agent.SessionDoc, error) {
+		var d agent.SessionDoc
+		var doc []byte
+		err := r.Scan(&d.ID, &doc)
+		d.Doc = doc
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: sessions: %w", err)
+	}
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	return docs, nil
 }
 
 // Instances implements agent.Store.

@@ -97,7 +97,18 @@ func (s *Session) Prepare(system string) (Window, error) {
 	if s.rec.Current == nil {
 		return Window{}, s.stateErr("prepare")
 	}
-	w, err := s.window(system, &s.rec.Current.User)
+	return s.PrepareWith(system, s.rec.Current.User)
+}
+
+// PrepareWith is Prepare with msg as the new message in place of the turn's own user message:
+// for a runtime whose model is asked about something the turn derived from the message. The
+// turn's record keeps its own user message.
+func (s *Session) PrepareWith(system string, msg Message) (Window, error) {
+	if s.rec.Current == nil {
+		return Window{}, s.stateErr("prepare")
+	}
+	msg.Role = RoleUser
+	w, err := s.window(system, &msg)
 	s.rec.SystemTokens = EstimateTokens(system) + messageOverhead
 	if err != nil {
 		return w, err

@@ -403,6 +403,12 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 			return wrap("commit", err)
 		}
 	}
+	for _, t := range b.Turns {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES (?, ?, ?, ?, ?)`,
+			id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
+			return wrap("commit", err)
+		}
+	}
 	for _, d := range b.Sessions {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_sessions (inst, id, doc) VALUES (?, ?, ?)
 			ON CONFLICT (inst, id) DO UPDATE SET doc = excluded.doc`, id, d.ID, []byte(d.Doc)); err != nil {
@@ -468,6 +474,28 @@ func (s *Store) Session(ctx context.Context, key agent.Key, id string) (json.Raw
 		return nil, nil
 	}
 	return doc, wrap("session", err)
+}
+
+// Sessions implements agent.Store.
+func (s *Store) Sessions(ctx context.Context, key agent.Key) ([]agent.SessionDoc, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT s.id, s.doc FROM agent_sessions s JOIN agent_instances i ON i.id = s.inst
+		WHERE i.agent = ? AND i.tenant = ? AND i.principal = ? ORDER BY s.id`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name)
+	if err != nil {
+		return nil, wrap("sessions", err)
+	}
+	defer rows.Close()
+	var out []agent.SessionDoc
+	for rows.Next() {
+		var d agent.SessionDoc
+		var doc []byte
+		if err := rows.Scan(&d.ID, &doc); err != nil {
+			return nil, wrap("sessions", err)
+		}
+		d.Doc = doc
+		out = append(out, d)
+	}
+	return out, wrap("sessions", rows.Err())
 }
 
 // Instances implements agent.Store.

@@ -4,6 +4,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
 // Run checks the agent.Store that open returns (a fresh, empty one per call).
@@ -228,6 +230,40 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 		ps, err := s.Instances(ctx, "a")
 		if diff := cmp.Diff([]agent.Principal{alice.Principal, bob.Principal}, ps); diff != "" || err != nil {
 			t.Errorf("Instances(a) = %v (-want +got):\n%s", err, diff)
+		}
+	})
+	t.Run("SessionTurnsAndDocuments", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		detail := func(n int, status session.TurnStatus) *session.Turn {
+			return &session.Turn{Number: n, User: session.User(fmt.Sprint("q", n)), Response: session.Message{Role: session.RoleAssistant, Content: fmt.Sprint("a", n)},
+				Status: status, Started: at, Ended: at.Add(time.Second), Latency: time.Second, Usage: session.Usage{In: 5, Out: 2},
+				Cost: 7, Facts: []session.Fact{{ID: "b1", Kind: session.FactBelief, Text: "x is y"}}, Attempts: 1}
+		}
+		failed := &agent.TurnRecord{Task: "t1", Session: "s1", Number: 1, Status: agent.TurnFailed, Started: at, Ended: at,
+			Detail: detail(1, session.Failed)}
+		commit(t, s, alice, &agent.Batch{Turn: failed, Sessions: []agent.SessionDoc{{ID: "s1", Doc: json.RawMessage(`{"n":1}`)}}})
+		// A merge appends several turns at once, with the session's document.
+		merged := []agent.TurnRecord{
+			{Session: "s1", Number: 2, Status: agent.TurnCompleted, Started: at, Ended: at, Detail: detail(2, session.Completed)},
+			{Session: "s1", Number: 3, Status: agent.TurnCompleted, Started: at, Ended: at, Detail: detail(3, session.Completed)},
+		}
+		commit(t, s, alice, &agent.Batch{Turns: merged, Sessions: []agent.SessionDoc{{ID: "s1", Doc: json.RawMessage(`{"n":3}`)}, {ID: "s0", Doc: json.RawMessage(`{"n":0}`)}}})
+		turns, err := s.Turns(ctx, alice, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(append([]agent.TurnRecord{*failed}, merged...), turns); diff != "" {
+			t.Errorf("Turns(alice, s1) (-want +got):\n%s", diff)
+		}
+		docs, err := s.Sessions(ctx, alice)
+		want := []agent.SessionDoc{{ID: "s0", Doc: json.RawMessage(`{"n":0}`)}, {ID: "s1", Doc: json.RawMessage(`{"n":3}`)}}
+		if diff := cmp.Diff(want, docs, cmp.Comparer(func(a, b json.RawMessage) bool { return string(a) == string(b) })); diff != "" || err != nil {
+			t.Errorf("Sessions(alice) = %v (-want +got):\n%s", err, diff)
+		}
+		if docs, err := s.Sessions(ctx, bob); len(docs) != 0 || err != nil {
+			t.Errorf("Sessions(bob) = %v, %v, want none", docs, err)
 		}
 	})
 	t.Run("AnAgentKeepsItsPolicyVersions", func(t *testing.T) {
