@@ -34,6 +34,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/llm"
+	"github.com/a2awebcap/a2awebcap/agent/session"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
@@ -55,6 +56,7 @@ Usage:
   a2awebcap sign-capability -key FILE DIR   sign a capability package
 
 ` + verbsUsage + `
+` + sessionUsage + `
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
 an agent of the agent runtime (send it "help"; with -llm-url and -llm-model it also answers
 with that language model). The agent card is at /.well-known/agent-card.json, a browser page
@@ -79,6 +81,10 @@ func main() {
 	case "card", "send", "stream", "get", "list", "cancel", "subscribe":
 		err = verbError(runVerb(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
 		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+	case "session":
+		if err = runSessionVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
 			return
 		}
 	case "-h", "--help", "help":
@@ -109,6 +115,7 @@ type serveConfig struct {
 	llmURL, llmModel                                              string
 	runtime                                                       runtimeConfig
 	caps                                                          capabilityConfig
+	sessions                                                      sessionConfig
 }
 
 func serve(args []string) error {
@@ -172,6 +179,7 @@ Flags (each can also be set by the environment variable shown):
 	c.limits.flags(fs)
 	c.runtime.flags(fs)
 	c.caps.flags(fs)
+	c.sessions.flags(fs)
 	c.extendedCard.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -208,6 +216,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 
 	var exec a2asrv.AgentExecutor
 	var agentCaps binding.AgentCapabilities
+	var sessions session.Service // the runtime's sessions extension, on every binding
 	card := agentCard(c)
 	switch c.agent {
 	case "builtin":
@@ -221,6 +230,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 		defer closeAgent()
 		exec, agentCaps = agent.Executor(h), h.CallerCapabilities
+		sessions = h.Sessions()
 	default:
 		return fmt.Errorf("-agent: unknown agent %q (want runtime, builtin, notes or conformance)", c.agent)
 	}
@@ -303,7 +313,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	hopts := &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps,
+		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps, Sessions: sessions,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
@@ -332,7 +342,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
-		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas, LoginThrottle: loginThrottle}
+		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
+			LoginThrottle: loginThrottle, Sessions: sessions}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
@@ -470,7 +481,17 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s agent's memory: %w", c.agent, err)
 	}
-	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes()}
+	scfg, err := c.sessions.config()
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	prices, err := c.sessions.prices()
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes(), Sessions: scfg, ModelName: c.llmModel}
 	if err := c.caps.apply(ctx, def); err != nil {
 		closeStore()
 		return nil, nil, err
@@ -487,7 +508,7 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 	if idle == 0 {
 		idle = -1 // -idle-evict 0: never
 	}
-	h, err := agent.NewHost(def, &agent.HostOptions{Store: store, Limiter: c.runtime.limiter(), IdleTimeout: idle})
+	h, err := agent.NewHost(def, &agent.HostOptions{Store: store, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices})
 	if err != nil {
 		closeStore()
 		return nil, nil, err
