@@ -383,3 +383,68 @@ func TestSessionOverA2A(t *testing.T) {
 		t.Errorf("the refused message made a task: %d tasks, then %d", len(before.Tasks), len(after.Tasks))
 	}
 }
+
+// The affordances through the Host, as the bindings call them: a merge's turns, and the next
+// message's, are numbered on from the session's; a fork and a reset are stored.
+func TestSessionServiceNumbersAndStores(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	h := newHost(t, &agent.Definition{Name: "helper", Policy: consulting(), Model: newChat(false)}, &agent.HostOptions{Store: st})
+	a := instance(t, h, "alice")
+	ask(t, a, "s1", "one")
+	ask(t, a, "s1", "two")
+	ask(t, a, "s2", "elsewhere")
+	svc, ctx := h.Sessions(), callAs(t, "alice")
+	if _, err := svc.MergeSession(ctx, &session.MergeRequest{Tenant: "acme", ContextID: "s1", From: "s2", Mode: session.MergeTurns}); err != nil {
+		t.Fatal(err)
+	}
+	ask(t, a, "s1", "four")
+	hist, _ := svc.GetSessionHistory(ctx, &session.HistoryRequest{Tenant: "acme", ContextID: "s1"})
+	var nums []int
+	for _, tr := range hist.Turns {
+		nums = append(nums, tr.Number)
+	}
+	if !cmp.Equal(nums, []int{1, 2, 3, 4}) || hist.Turns[2].Origin == nil || hist.Turns[3].User.Content != "four" {
+		t.Errorf("history after a merge: %v %+v", nums, hist.Turns)
+	}
+	if r, _ := a.Recall(t.Context(), agent.Query{Text: "four"}); len(r.Observations) == 0 || r.Observations[0].Context.Turn != 4 {
+		t.Errorf("the message's observation is not of turn 4: %+v", r.Observations)
+	}
+	recs, _ := st.Turns(t.Context(), agent.Key{Agent: "helper", Principal: a.Principal()}, "s1")
+	if len(recs) != 4 || recs[2].Number != 3 || recs[3].Number != 4 {
+		t.Errorf("stored records %+v", recs)
+	}
+	if _, err := svc.ForkSession(ctx, &session.ForkRequest{Tenant: "acme", ContextID: "s1", Turn: ptr(2), NewContextID: "s3"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ForkSession(ctx, &session.ForkRequest{Tenant: "acme", ContextID: "s1", NewContextID: "s3"}); !errors.Is(err, session.ErrInvalid) {
+		t.Errorf("a fork onto an existing session: %v", err)
+	}
+	if _, err := svc.ResetSession(ctx, &session.Ref{Tenant: "acme", ContextID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	// A new host reads them back as they were.
+	h2 := newHost(t, &agent.Definition{Name: "helper", Policy: consulting(), Model: newChat(false)}, &agent.HostOptions{Store: st})
+	list, err := h2.Sessions().ListSessions(ctx, &session.ListRequest{Tenant: "acme"})
+	if err != nil || len(list.Sessions) != 3 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for _, m := range list.Sessions {
+		switch m.ID {
+		case "s1":
+			if m.State != session.Ready || !cmp.Equal(m.Resets, []int{4}) {
+				t.Errorf("s1 after the reset: %+v", m)
+			}
+		case "s3":
+			if m.Turn != 2 || m.Origin == nil || m.Origin.Session != "s1" {
+				t.Errorf("the fork: %+v", m)
+			}
+		}
+	}
+	// Bob has none of them.
+	if l, _ := h2.Sessions().ListSessions(callAs(t, "bob"), &session.ListRequest{Tenant: "acme"}); len(l.Sessions) != 0 {
+		t.Errorf("bob lists %+v", l.Sessions)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
