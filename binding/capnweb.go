@@ -48,6 +48,8 @@ type capnwebBinding struct {
 	credentials map[string]bool
 	// agentCaps is Options.AgentCapabilities.
 	agentCaps AgentCapabilities
+	// preAuthIdle is Options.PreAuthIdleTimeout, defaults applied; negative: none of its own.
+	preAuthIdle time.Duration
 	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
 	revokedIDs sync.Map
 }
@@ -67,6 +69,15 @@ func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options, car
 		if u, err := url.Parse(o.BaseURL); err == nil {
 			hopts.OriginPatterns = append(hopts.OriginPatterns, u.Scheme+"://"+u.Host)
 		}
+	}
+	switch b.preAuthIdle = o.PreAuthIdleTimeout; {
+	case b.preAuthIdle == 0:
+		b.preAuthIdle = DefaultPreAuthIdleTimeout
+	case b.preAuthIdle < 0:
+		b.preAuthIdle = 0 // the handler's IdleTimeout applies
+	}
+	if hopts.IdleTimeout == 0 {
+		hopts.IdleTimeout = DefaultCapnwebIdleTimeout
 	}
 	if hopts.MaxBatchBytes == 0 && o.MaxBodyBytes > 0 {
 		hopts.MaxBatchBytes = o.MaxBodyBytes
@@ -125,13 +136,14 @@ func (b *capnwebBinding) Close() error { return b.handler.Close() }
 // newMain builds the main object of one connection.
 func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 	params := r.Header.Clone()
-	s := &agentSession{b: b, params: params, sp: a2asrv.NewServiceParams(params), origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr, pending: new(atomic.Int64)}
+	s := &agentSession{b: b, params: params, sp: a2asrv.NewServiceParams(params), origin: requestOrigin(r), batch: r.Method == http.MethodPost, grant: &grant{}, remote: r.RemoteAddr, pending: new(atomic.Int64), authed: new(atomic.Bool)}
 	if rerr, ok := r.Context().Value(refusalKey{}).(*requestError); ok && rerr != nil {
 		s.refusal = rerr
 	}
 	if b.auth != nil {
 		s.user, s.authErr = b.authenticate(r.Context(), r.Header, r.RemoteAddr)
 	}
+	s.authed.Store(b.auth == nil || s.user != nil)
 	return &a2aService{agentSession: s}, nil
 }
 
@@ -184,6 +196,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	}
 	c := *s.agentSession // the connection's, now as u
 	c.user, c.authErr, c.grant = u, nil, &grant{}
+	s.authed.Store(true)
 	return &c, nil
 }
 
@@ -206,6 +219,7 @@ type agentSession struct {
 	grant   *grant
 	remote  string        // the connection's remote address, for rate limits of anonymous callers
 	pending *atomic.Int64 // the connection's calls that have not settled (Quotas.CapnwebCalls)
+	authed  *atomic.Bool  // the connection authenticated (or needs not): see capnwebkeep.go
 }
 
 // call returns the context of one call: a CallContext with the merged service parameters and

@@ -118,8 +118,15 @@ type Options struct {
 	AllowedHosts []string
 
 	// Capnweb configures the capnweb sessions (limits, allowed browser origins, batch
-	// timeout). Zero: capnweb's defaults, with the batch body bounded by MaxBodyBytes.
+	// timeout, WebSocket pings and idle timeout). Zero: capnweb's defaults, with the batch body
+	// bounded by MaxBodyBytes and an IdleTimeout of DefaultCapnwebIdleTimeout (1 h).
 	Capnweb *capnweb.HandlerOptions
+
+	// PreAuthIdleTimeout closes a capnweb WebSocket that has not authenticated, on a server
+	// with Authenticate, after this long without a message either way (it may call only
+	// getAgentCard and authenticate meanwhile). Negative: the Capnweb IdleTimeout applies to it
+	// too. Zero: DefaultPreAuthIdleTimeout (30 s).
+	PreAuthIdleTimeout time.Duration
 
 	// ObserverWindow is how many calls the capnweb binding keeps unanswered at once when it
 	// delivers a stream to an observer function or a push subscription to its callback: it

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/internal/gopool"
@@ -31,6 +32,17 @@ type HandlerOptions struct {
 	// BatchTimeout bounds how long a batch waits for its pulled results. Zero means 60 s. When it
 	// passes, the response carries what has settled.
 	BatchTimeout time.Duration
+	// PingInterval: when nothing (no message, no pong) has come from a WebSocket peer for this
+	// long, the handler pings it; a live peer answers at once (browsers, the npm clients and
+	// this package's do, by themselves). A peer from which still nothing comes for another
+	// PingInterval is gone, and its session ends. Zero: DefaultPingInterval (30 s). Negative:
+	// no pings.
+	PingInterval time.Duration
+	// IdleTimeout ends a WebSocket session (with an abort saying why) when no message went
+	// either way for this long while no call of the peer ran here: pings and pongs do not
+	// count. A main object that implements KeepPolicy may choose another per session. Zero or
+	// negative: none.
+	IdleTimeout time.Duration
 	// OnSession, when set, is called with each WebSocket session as it starts, for example to
 	// keep s.Main(), the client's own main object, and call it later. It must not block.
 	OnSession func(r *http.Request, s *Session)
@@ -170,10 +182,11 @@ func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main an
 	if h.opts.OnSession != nil {
 		h.opts.OnSession(r, s)
 	}
+	stop := h.keep(r, s, t, main)
 	// The read loop gets a goroutine of its own and the handler returns: net/http then drops
 	// the request, the response and the deep stack of its connection goroutine, which an idle
 	// session would otherwise keep for its whole life.
-	s.serveAsync(func() { h.untrack(s) })
+	s.serveAsync(func() { stop(); h.untrack(s) })
 }
 
 func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
@@ -336,8 +349,9 @@ const presizeMax = 1 << 20
 // ---- WebSocket transport ----
 
 type wsTransport struct {
-	c   *ws.Conn
-	max int
+	c    *ws.Conn
+	max  int
+	msgs atomic.Uint64 // messages received and sent: what the keeper (keep.go) watches
 }
 
 // wsIdleAfter is how long a WebSocket session waits for a message before its read loop parks
@@ -355,16 +369,19 @@ func newWSTransport(c *ws.Conn, maxMessage int, spin time.Duration) *wsTransport
 
 // Send and Receive ignore ctx: Close unblocks both.
 func (t *wsTransport) Send(_ context.Context, msg []byte) error {
+	t.msgs.Add(1)
 	return t.c.WriteMessages(ws.Text, msg)
 }
 
 // SendBatch writes msgs with one write system call (see batchSender).
 func (t *wsTransport) SendBatch(_ context.Context, msgs [][]byte) error {
+	t.msgs.Add(1)
 	return t.c.WriteMessages(ws.Text, msgs...)
 }
 
 // TrySendBatch makes the transport a tryBatchSender.
 func (t *wsTransport) TrySendBatch(msgs [][]byte) (bool, error) {
+	t.msgs.Add(1)
 	return t.c.TryWriteMessages(ws.Text, msgs...)
 }
 
@@ -393,6 +410,7 @@ func (t *wsTransport) Receive(context.Context) ([]byte, error) {
 	case typ != ws.Text:
 		return nil, typeErrorf("Received unexpected message type from WebSocket.")
 	}
+	t.msgs.Add(1)
 	return msg, nil
 }
 

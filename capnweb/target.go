@@ -29,6 +29,7 @@ import (
 //	RPCMethods() []string     // when present, only these names are exposed
 //	RPCProperties() []string  // names of no-argument methods served as properties (getters)
 //	Dispose()                 // called when the session no longer holds the target
+//	RPCIdleTimeout(), RPCEvictable()  // a Handler's main object: see KeepPolicy
 //
 // A session holds a target while the peer holds a stub to it, while the promise of a call
 // that returned it (anywhere in its result) is not released — even if the peer only ever

@@ -3,7 +3,11 @@
 // renders the events of each streamed message into the page.
 //
 // Query parameters, for links and tests: ?token=T authenticates with "Authorization: Bearer T";
-// each ?send=TEXT is sent in turn on load. When they are all done, <body data-done="true">.
+// each ?send=TEXT is sent in turn on load, ?pause=MS apart. When they are all done,
+// <body data-done="true">.
+//
+// The server closes a WebSocket that stays quiet too long (docs/security.md, "Connections and
+// timeouts"); the page then opens a new one for its next message.
 
 import { newWebSocketRpcSession } from "capnweb";
 
@@ -61,13 +65,29 @@ function render(ev) {
   $("#events").append(li);
 }
 
-const api = newWebSocketRpcSession(await endpoint());
-let session = api;
+const url = await endpoint();
+let api = null; // the connection's main object; null once the connection broke
+let session = null;
 let token = "";
 
+// connect opens the WebSocket (again, after the server closed it) and authenticates on it.
+function connect() {
+  const conn = newWebSocketRpcSession(url);
+  conn.onRpcBroken(() => {
+    if (api === conn) api = null;
+  });
+  api = conn;
+  session = token ? api.authenticate({ Authorization: `Bearer ${token}` }) : api;
+}
+
 // useToken makes session the AgentSession of the token's principal (no token: the connection's
-// own, anonymous one), disposing the one it replaces.
+// own, anonymous one), disposing the one it replaces; it reconnects when the connection broke.
 function useToken(t) {
+  if (api === null) {
+    token = t;
+    connect();
+    return;
+  }
   if (t === token) return;
   if (session !== api) session[Symbol.dispose]();
   token = t;
@@ -95,5 +115,9 @@ $("#send").addEventListener("submit", (e) => {
   send(e.target.text.value);
 });
 status("ready", "ready");
-for (const text of params.getAll("send")) await send(text);
+const pause = Number(params.get("pause") ?? 0);
+for (const [i, text] of params.getAll("send").entries()) {
+  if (i > 0 && pause > 0) await new Promise((r) => setTimeout(r, pause));
+  await send(text);
+}
 document.body.dataset.done = "true";

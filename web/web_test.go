@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/internal/stacktest"
 	"github.com/a2awebcap/a2awebcap/web"
 )
@@ -75,5 +76,46 @@ func TestBrowser(t *testing.T) {
 	}
 	if !strings.Contains(dom, `data-state="message"`) {
 		t.Errorf("the status line does not report the last send done")
+	}
+}
+
+// The server closes a WebSocket that stays quiet past its idle timeout; the page opens a new one
+// for its next message (and authenticates on it again).
+func TestBrowserReconnects(t *testing.T) {
+	t.Parallel()
+	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
+	module := need(t, filepath.Join("..", "interop", "node_modules", "capnweb", "dist", "index.js"), "make npm")
+
+	base := stacktest.Start(t, &binding.Options{
+		Authenticate: stacktest.Bearer(map[string]string{"carol-token": "carol"}),
+		Capnweb:      &capnweb.HandlerOptions{IdleTimeout: 300 * time.Millisecond},
+	}, map[string]http.Handler{
+		"GET /web/": http.StripPrefix("/web/", http.FileServerFS(web.Files())),
+		"GET /web/" + web.ModulePath: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.ServeFile(w, r, module)
+		}),
+	})
+	b := startBrowser(t, chromium)
+	q := url.Values{"token": {"carol-token"}, "send": {"echo before", "echo after"}, "pause": {"1500"}}
+	p, err := b.open(base + "/web/?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	waitErr := p.waitFor(ctx, `String(document.body?.dataset.done === "true")`)
+	dom, err := p.eval(`document.documentElement.outerHTML`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waitErr != nil {
+		t.Fatalf("the page did not finish: %v\npage log:\n%s\nDOM:\n%s", waitErr, strings.Join(b.log, "\n"), dom)
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`<li[^>]*>([^<]*)</li>`).FindAllStringSubmatch(dom, -1) {
+		got = append(got, m[1])
+	}
+	if want := []string{"message: before", "message: after"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rendered %q, want %q\npage log:\n%s", got, want, strings.Join(b.log, "\n"))
 	}
 }

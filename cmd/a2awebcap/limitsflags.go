@@ -1,21 +1,29 @@
 package main
 
 // serve's defences against hostile clients that are not about credentials or quotas: which
-// browser pages and Host names it answers (docs/security.md, "Browsers") and how it throttles
-// failed logins ("Failed logins"). Each flag's default comes from its environment variable
-// when set; a bad value there stops serve unless the flag is given.
+// browser pages and Host names it answers (docs/security.md, "Browsers"), how it throttles
+// failed logins ("Failed logins"), and its connection bounds and timeouts ("Connections and
+// timeouts"). Each flag's default comes from its environment variable when set; a bad value
+// there stops serve unless the flag is given.
 
 import (
 	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/connguard"
 )
 
 // limitsConfig holds those flags.
@@ -26,6 +34,12 @@ type limitsConfig struct {
 	loginPerAddr, loginPerPrincipal int
 	loginInterval, loginDelay       time.Duration
 	introspectRefused               time.Duration
+
+	maxConns, maxConnsPerAddr                         int
+	readHeaderTimeout, readBodyTimeout, writeTimeout  time.Duration
+	idleTimeout                                       time.Duration
+	wsPreAuthTimeout, wsIdleTimeout, wsPingInterval   time.Duration
+	grpcMaxConnIdle, grpcMaxConnAge, grpcKeepaliveMin time.Duration
 
 	envErrs map[string]error // flag name → its environment variable's bad value
 }
@@ -45,6 +59,41 @@ func (l *limitsConfig) flags(fs *flag.FlagSet) {
 		"how long an attempt refused by the login throttle waits before its 429, so a guesser that does not pause costs little; 0: none")
 	l.durationFlag(fs, &l.introspectRefused, "introspect-refused-ttl", "A2AWEBCAP_INTROSPECT_REFUSED_TTL", 10*time.Second,
 		"how long -introspect-url's refusal of a token is remembered, so a repeated bad token is not asked about again; 0: not remembered")
+
+	l.intFlag(fs, &l.maxConns, "max-conns", "A2AWEBCAP_MAX_CONNS", defaultMaxConns(),
+		"connections open at once over the HTTP and gRPC listeners together; at the bound, the connection idle longest (an HTTP connection between requests or that sent nothing yet, a WebSocket that has not authenticated) is closed to make room, else the new one is refused; the default is three quarters of the process's descriptor limit, at most 16384; 0: no bound")
+	l.intFlag(fs, &l.maxConnsPerAddr, "max-conns-per-addr", "A2AWEBCAP_MAX_CONNS_PER_ADDR", 256,
+		"connections one client address (IPv6: one /64) may have open at once; more are refused; 0: no bound")
+	l.durationFlag(fs, &l.readHeaderTimeout, "read-header-timeout", "A2AWEBCAP_READ_HEADER_TIMEOUT", 10*time.Second,
+		"how long a client may take to send a request's headers (and a new connection its first request); 0: no bound")
+	l.durationFlag(fs, &l.readBodyTimeout, "read-body-timeout", "A2AWEBCAP_READ_BODY_TIMEOUT", 30*time.Second,
+		"how long a request body may take to arrive once its headers are in; a slower one is cut; 0: no bound")
+	l.durationFlag(fs, &l.writeTimeout, "write-timeout", "A2AWEBCAP_WRITE_TIMEOUT", 30*time.Second,
+		"how long one write to a client may wait for it to take the bytes (a client that stopped reading), on every connection: responses, event streams, WebSocket and gRPC; 0: no bound")
+	l.durationFlag(fs, &l.idleTimeout, "idle-timeout", "A2AWEBCAP_IDLE_TIMEOUT", time.Minute,
+		"how long an HTTP keep-alive connection may wait for its next request; 0: the read header timeout")
+	l.durationFlag(fs, &l.wsPreAuthTimeout, "ws-preauth-timeout", "A2AWEBCAP_WS_PREAUTH_TIMEOUT", binding.DefaultPreAuthIdleTimeout,
+		"with authentication: how long a capnweb WebSocket that has not authenticated may go without a message; 0: -ws-idle-timeout applies")
+	l.durationFlag(fs, &l.wsIdleTimeout, "ws-idle-timeout", "A2AWEBCAP_WS_IDLE_TIMEOUT", binding.DefaultCapnwebIdleTimeout,
+		"how long a capnweb WebSocket may go without a message either way while no call of its runs (pings do not count); 0: no bound")
+	l.durationFlag(fs, &l.wsPingInterval, "ws-ping-interval", "A2AWEBCAP_WS_PING_INTERVAL", capnweb.DefaultPingInterval,
+		"how long a capnweb WebSocket peer may send nothing before it is pinged; one that answers nothing for another interval is dropped as gone; 0: no pings")
+	l.durationFlag(fs, &l.grpcMaxConnIdle, "grpc-max-conn-idle", "A2AWEBCAP_GRPC_MAX_CONN_IDLE", 5*time.Minute,
+		"how long a gRPC connection may stay without a call before it is closed (GOAWAY); 0: no bound")
+	l.durationFlag(fs, &l.grpcMaxConnAge, "grpc-max-conn-age", "A2AWEBCAP_GRPC_MAX_CONN_AGE", 0,
+		"how long a gRPC connection may live; then it is closed (GOAWAY), its calls given a minute to end; 0: no bound")
+	l.durationFlag(fs, &l.grpcKeepaliveMin, "grpc-keepalive-min", "A2AWEBCAP_GRPC_KEEPALIVE_MIN", time.Minute,
+		"the shortest interval at which a gRPC client may send keepalive pings, and only while it has calls open; a client pinging more often is disconnected (too_many_pings)")
+}
+
+// defaultMaxConns is three quarters of the descriptor limit (the rest is for the store, the
+// files and the outgoing connections), at most 16384; 16384 when the limit is unknown.
+func defaultMaxConns() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 16384
+	}
+	return int(min(rl.Cur/4*3, 16384))
 }
 
 // intFlag registers a count flag (0 or more) with its environment variable.
@@ -145,6 +194,56 @@ func (l *limitsConfig) introspectRefusedTTL() time.Duration {
 		return -1
 	}
 	return l.introspectRefused
+}
+
+// guard is the connection bound of the HTTP and gRPC listeners together.
+func (l *limitsConfig) guard() *connguard.Guard {
+	return &connguard.Guard{Max: l.maxConns, PerAddress: l.maxConnsPerAddr, WriteTimeout: l.writeTimeout}
+}
+
+// httpServer is serve's HTTP server for h, its connections under g.
+func (l *limitsConfig) httpServer(h http.Handler, g *connguard.Guard) *http.Server {
+	return &http.Server{
+		Handler:           connguard.BodyTimeout(h, l.readBodyTimeout),
+		ReadHeaderTimeout: l.readHeaderTimeout,
+		IdleTimeout:       l.idleTimeout,
+		ConnState:         g.ConnState,
+		ConnContext:       connguard.ConnContext,
+	}
+}
+
+// capnweb sets the WebSocket timeouts of o.
+func (l *limitsConfig) capnweb(o *binding.Options) {
+	o.PreAuthIdleTimeout = negIfZero(l.wsPreAuthTimeout)
+	o.Capnweb.IdleTimeout = negIfZero(l.wsIdleTimeout)
+	o.Capnweb.PingInterval = negIfZero(l.wsPingInterval)
+}
+
+// grpcOptions are the gRPC server's connection settings: keepalive enforcement, idle and age
+// bounds, pings of quiet connections, the handshake bounded like a request's headers, and a
+// bound on the calls one connection runs at once.
+func (l *limitsConfig) grpcOptions() []grpc.ServerOption {
+	params := keepalive.ServerParameters{MaxConnectionIdle: l.grpcMaxConnIdle, MaxConnectionAge: l.grpcMaxConnAge, MaxConnectionAgeGrace: time.Minute}
+	if l.wsPingInterval > 0 {
+		params.Time, params.Timeout = l.wsPingInterval*2, l.wsPingInterval
+	}
+	opts := []grpc.ServerOption{
+		grpc.KeepaliveParams(params),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.grpcKeepaliveMin}),
+		grpc.MaxConcurrentStreams(256),
+	}
+	if l.readHeaderTimeout > 0 {
+		opts = append(opts, grpc.ConnectionTimeout(l.readHeaderTimeout))
+	}
+	return opts
+}
+
+// negIfZero maps a flag's 0 ("none") to an option's negative ("none"; its zero is a default).
+func negIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // splitComma splits a comma-separated list, dropping blanks.

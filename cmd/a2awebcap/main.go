@@ -295,6 +295,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	guard := c.limits.guard() // over HTTP and gRPC together
+	ln = guard.Listen(ln)
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
@@ -319,6 +321,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err := c.limits.apply(hopts, c.addr); err != nil {
 		return err
 	}
+	c.limits.capnweb(hopts)
 	a2aHTTP := binding.NewHTTPHandler(eng, card, hopts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -330,7 +333,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	}
 	mux.Handle("/", a2aHTTP)
 	serveWeb(mux, c.capnwebJS, log)
-	srv := &http.Server{Handler: auth.Middleware(mux), ReadHeaderTimeout: 10 * time.Second}
+	srv := c.limits.httpServer(auth.Middleware(mux), guard)
 	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
 	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })
 
@@ -342,8 +345,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("-grpc-addr: %w", err)
 		}
+		gln = guard.Listen(gln)
 		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-			LoginThrottle: loginThrottle, Sessions: sessions}
+			LoginThrottle: loginThrottle, Sessions: sessions, ServerOptions: c.limits.grpcOptions()}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}

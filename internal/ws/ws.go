@@ -146,6 +146,8 @@ type Conn struct {
 	parkTok  uint64 // the connection's token in the parker while parked; guarded by its mu
 	parkWake func() // what to run when it wakes; nil when not parked
 
+	framesRead atomic.Uint64 // frames read, control frames included (Frames)
+
 	wmu       sync.Mutex
 	wbuf      []byte  // frames being written; nil between writes
 	pending   []byte  // the rest of frames TryWriteMessages could not write at once (under wmu)
@@ -425,13 +427,17 @@ func (c *Conn) leaving() <-chan struct{} {
 }
 
 func (c *Conn) readMessage(limit int) (MessageType, []byte, error) {
-	if err := c.idleWait(); err != nil {
-		return 0, nil, err
-	}
 	var msg []byte // allocated as frames arrive: exactly once for a one-frame message
 	var typ MessageType
 	tooBig := false
 	for {
+		if typ == 0 {
+			// Between messages (a ping or pong may have come alone): wait as an idle
+			// connection does, so that one woken by a pong parks again (ErrIdle).
+			if err := c.idleWait(); err != nil {
+				return 0, nil, err
+			}
+		}
 		h, err := c.readHeader()
 		if err != nil {
 			return 0, nil, err
@@ -500,6 +506,7 @@ func (c *Conn) readHeader() (header, error) {
 	if err != nil {
 		return h, c.readErr(err)
 	}
+	c.framesRead.Add(1)
 	h.fin = b0&0x80 != 0
 	h.op = b0 & 0x0f
 	h.masked = b1&0x80 != 0
@@ -684,6 +691,14 @@ func (c *Conn) fail(code int, reason string) {
 	c.sendClose(code, reason)
 	c.shutdown()
 }
+
+// Frames returns how many frames the connection has read, ping, pong and close frames
+// included: a count that moves while the peer is alive and sends anything.
+func (c *Conn) Frames() uint64 { return c.framesRead.Load() }
+
+// Ping sends a ping frame. A live peer answers with a pong, which ReadMessage reads (counted
+// by Frames) without returning it.
+func (c *Conn) Ping() error { return c.writeFrames(opPing, [][]byte{nil}) }
 
 // WriteMessages writes msgs as data messages of type typ, in order, with one write to the
 // connection.
