@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -154,12 +155,18 @@ type core struct {
 // load reads an instance from the store and starts its goroutine.
 func load(ctx context.Context, h *Host, key Key) (*instance, error) {
 	d := h.def
-	snap, err := h.store.Load(ctx, key)
+	// What must be resident is what a turn reads: the newest observations (a consult's recent
+	// ones, a proposal's replay window), beliefs, goals, working state and policy. The rest of
+	// the log stays in the store, which searches it for Recall.
+	lim := d.policy.Limits.withDefaults()
+	tail := max(lim.ReplayWindow, contextObservations)
+	snap, err := h.store.Load(ctx, key, tail)
 	if err != nil {
 		return nil, fmt.Errorf("agent: loading %s: %w", key.Agent, err)
 	}
 	mem := newMemory()
 	mem.knowledge = d.knowledge
+	mem.tail = tail
 	mem.load(snap)
 	c := &core{def: d, mem: mem, store: h.store, history: snap.Policies, current: snap.Current - 1,
 		reviews: snap.Reviews, sessions: map[string]*sessionSlot{}}
@@ -388,9 +395,23 @@ func (a *Agent) Stream(ctx context.Context, ev Event) iter.Seq2[Entry, error] {
 }
 
 // Recall searches the instance's memory (and the operator's knowledge). What it returns is a
-// copy, and sees only committed turns.
+// copy, and sees only committed turns. Observations are searched in the store, outside the
+// instance's goroutine: the whole log need not be resident.
 func (a *Agent) Recall(ctx context.Context, q Query) (Recollection, error) {
-	return call(ctx, a, func(c *core) (Recollection, error) { return c.mem.recall(q), nil })
+	var cited map[int64]int
+	r, err := call(ctx, a, func(c *core) (Recollection, error) {
+		cited = maps.Clone(c.mem.citedSeq)
+		return c.mem.recall(q), nil
+	})
+	if err != nil {
+		return r, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	r.Observations, err = a.h.store.SearchLog(ctx, Key{Agent: a.h.def.name, Principal: a.p}, LogQuery{Terms: SearchTerms(q.Text), Limit: limit, Cited: cited})
+	return r, err
 }
 
 // View is a copy of an agent's state.
@@ -419,7 +440,7 @@ func (a *Agent) View(ctx context.Context) (View, error) {
 func (c *core) view() View {
 	m := c.mem
 	v := View{Name: c.def.name, Policy: *c.versions[c.current].src.clone(), Version: c.current + 1,
-		Observations: len(m.log)}
+		Observations: m.count}
 	for _, b := range m.beliefs {
 		v.Beliefs = append(v.Beliefs, b.clone())
 	}

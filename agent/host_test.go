@@ -278,7 +278,7 @@ func TestFailedTurnsLeaveNoMemory(t *testing.T) {
 		turns[0].Detail.Status != session.Failed || turns[0].Detail.User.Content != "tides" {
 		t.Errorf("a failed turn's record: %+v", turns)
 	}
-	snap, _ := h.Store().Load(t.Context(), agent.Key{Agent: "helper", Principal: a.Principal()})
+	snap, _ := h.Store().Load(t.Context(), agent.Key{Agent: "helper", Principal: a.Principal()}, 0)
 	if len(snap.Observations)+len(snap.Beliefs)+len(snap.Goals) != 0 {
 		t.Errorf("a failed turn reached the store: %+v", snap)
 	}

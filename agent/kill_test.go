@@ -198,7 +198,7 @@ func killMidTurn(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	defer closeAll()
-	snap, err := as.Load(ctx, agent.Key{Agent: "killed"})
+	snap, err := as.Load(ctx, agent.Key{Agent: "killed"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,6 +117,7 @@ type memory struct {
 	beliefAt map[string]int          // belief ID -> index in beliefs
 	bterms   [][]string              // bterms[i] are the search terms of beliefs[i]
 	cited    map[string]int          // observation ID -> how many beliefs cite it (its salience)
+	citedSeq map[int64]int           // the same by sequence number, as a store's search takes it
 	citedIn  map[string]map[int]bool // term -> log indexes of cited observations holding it
 	goals    []Goal                  // every goal ever adopted, in order
 	grev     []int                   // grev[i] counts the commits that wrote goals[i]
@@ -127,11 +128,16 @@ type memory struct {
 	// The next numbers to give: observations, beliefs and goals get theirs when written, so
 	// that turns running side by side never share one.
 	nextSeq, nextBelief, nextGoal int64
+	// count is how many observations the instance's log holds; log is its newest part: a
+	// resident instance keeps at most 2*tail of them (tail > 0), the store keeps them all and
+	// searches them. index and citedIn are kept only when tail is 0 (the memory store's log).
+	count int
+	tail  int
 }
 
 func newMemory() *memory {
 	return &memory{byID: map[string]int{}, index: map[string][]int{}, current: map[string]int{}, beliefAt: map[string]int{},
-		cited: map[string]int{}, citedIn: map[string]map[int]bool{}, goalAt: map[string]int{}, pending: map[string]string{},
+		cited: map[string]int{}, citedSeq: map[int64]int{}, citedIn: map[string]map[int]bool{}, goalAt: map[string]int{}, pending: map[string]string{},
 		nextSeq: 1, nextBelief: 1, nextGoal: 1, knowledge: &knowledge{}}
 }
 
@@ -149,6 +155,7 @@ func (m *memory) load(s *Snapshot) {
 	for _, o := range s.Observations {
 		m.append(o)
 	}
+	m.count = s.Count
 	for _, b := range s.Beliefs {
 		m.putBelief(b)
 	}
@@ -169,6 +176,7 @@ func (m *memory) apply(b *Batch) {
 	for _, o := range b.Observations {
 		m.append(o)
 	}
+	m.count += len(b.Observations)
 	for _, x := range b.Beliefs {
 		m.putBelief(x)
 	}
@@ -208,8 +216,18 @@ func (m *memory) cite(id string, delta int) {
 	before := m.cited[id]
 	m.cited[id] += delta
 	after := m.cited[id]
+	if after == 0 {
+		delete(m.cited, id)
+	}
+	if seq := idNumber(id); seq > 0 {
+		if after == 0 {
+			delete(m.citedSeq, seq)
+		} else {
+			m.citedSeq[seq] = after
+		}
+	}
 	i, ok := m.byID[id]
-	if !ok || (before > 0) == (after > 0) {
+	if m.tail > 0 || !ok || (before > 0) == (after > 0) {
 		return
 	}
 	for _, t := range terms(m.log[i].Text) {
@@ -236,6 +254,17 @@ func (m *memory) append(o Observation) {
 	}
 	m.log = append(m.log, o)
 	m.byID[o.ID] = i
+	m.nextSeq = max(m.nextSeq, o.Seq+1)
+	if m.tail > 0 {
+		if len(m.log) > 2*m.tail { // keep the newest tail, every tail appends
+			m.log = slices.Clone(m.log[len(m.log)-m.tail:])
+			clear(m.byID)
+			for j, x := range m.log {
+				m.byID[x.ID] = j
+			}
+		}
+		return
+	}
 	seen := map[string]bool{}
 	for _, t := range terms(o.Text) {
 		if !seen[t] {
@@ -243,7 +272,6 @@ func (m *memory) append(o Observation) {
 			m.index[t] = append(m.index[t], i)
 		}
 	}
-	m.nextSeq = max(m.nextSeq, o.Seq+1)
 }
 
 // insert puts o at its place by sequence number, before observations committed earlier with
@@ -251,6 +279,14 @@ func (m *memory) append(o Observation) {
 // indexes.
 func (m *memory) insert(o Observation) {
 	i, _ := slices.BinarySearchFunc(m.log, o.Seq, func(x Observation, seq int64) int { return cmpInt(x.Seq, seq) })
+	if m.tail > 0 {
+		m.log = slices.Insert(m.log, i, o)
+		for j := i; j < len(m.log); j++ {
+			m.byID[m.log[j].ID] = j
+		}
+		m.nextSeq = max(m.nextSeq, o.Seq+1)
+		return
+	}
 	for j := len(m.log) - 1; j >= i; j-- { // the entries that move, last first
 		moved := m.log[j]
 		m.byID[moved.ID] = j + 1
@@ -382,10 +418,12 @@ func (m *memory) recall(q Query) Recollection {
 		}
 		m.knowledge.each(yield)
 	})
-	for _, i := range m.searchLog(qt, limit) {
-		o := m.log[i]
-		o.Data = maps.Clone(o.Data)
-		r.Observations = append(r.Observations, o)
+	if m.tail == 0 {
+		for _, i := range m.searchLog(qt, limit) {
+			o := m.log[i]
+			o.Data = maps.Clone(o.Data)
+			r.Observations = append(r.Observations, o)
+		}
 	}
 	for _, n := range m.working {
 		if len(qt) == 0 || matchCount(qt, terms(n.Subject+" "+n.Value)) > 0 {

@@ -108,8 +108,9 @@ func (c *core) check(ctx context.Context, p Proposal) (Decision, *compiledPolicy
 		return reject(ErrRejected, "no evidence")
 	}
 	for _, id := range p.Evidence {
-		if _, ok := c.mem.byID[id]; !ok {
-			return reject(ErrRejected, "evidence %s is not in the log", id)
+		// Only the replay window can show a change; the resident log holds it.
+		if i, ok := c.mem.byID[id]; !ok || i < len(c.mem.log)-lim.ReplayWindow {
+			return reject(ErrRejected, "evidence %s is not among the %d most recent observations", id, lim.ReplayWindow)
 		}
 	}
 	now := c.def.now()

@@ -24,8 +24,13 @@ type Key struct {
 // transaction, so a turn is saved whole or not at all. Implementations must be safe for
 // concurrent use; package agent/storetest is the suite they pass.
 type Store interface {
-	// Load returns what the store holds for key; a key never committed loads empty.
-	Load(ctx context.Context, key Key) (*Snapshot, error)
+	// Load returns what the store holds for key, with only the tail newest observations of its
+	// log (all of it when tail <= 0); a key never committed loads empty.
+	Load(ctx context.Context, key Key, tail int) (*Snapshot, error)
+	// SearchLog returns up to q.Limit observations of key's log holding at least one of q.Terms,
+	// ranked by how many of them they hold, then by salience (q.Cited), then newest first; with
+	// no terms, the newest.
+	SearchLog(ctx context.Context, key Key, q LogQuery) ([]Observation, error)
 	// Commit applies b atomically: all of it, or (with an error) none of it. It records the
 	// instance if it is new. Observations are appended (an ID already in the log is
 	// ErrDuplicateObservation), beliefs, goals, reviews and session documents inserted or
@@ -49,10 +54,38 @@ type Store interface {
 	Instances(ctx context.Context, agent string) ([]Principal, error)
 }
 
+// LogQuery asks [Store.SearchLog] for observations.
+type LogQuery struct {
+	// Terms are distinct search terms, as [SearchTerms] makes them.
+	Terms []string
+	// Limit is how many to return; it must be positive.
+	Limit int
+	// Cited is the salience of the observations the instance's committed beliefs cite (how
+	// many beliefs cite each), by sequence number. A store may derive the same from the beliefs
+	// it holds instead (the memory store does).
+	Cited map[int64]int
+}
+
+// SearchTerms are the distinct search terms of s: its words (letters and digits), lower-cased,
+// in order. Stores index observations by them.
+func SearchTerms(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range terms(s) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Snapshot is what a Store holds for one instance, as [Store.Load] returns it.
 type Snapshot struct {
-	// Observations is the log, by sequence number.
+	// Observations is the newest part of the log that Load asked for, by sequence number, and
+	// Count is how many observations the whole log holds.
 	Observations []Observation
+	Count        int
 	// Beliefs, Goals and Reviews are in the order first saved.
 	Beliefs  []Belief
 	Goals    []Goal
@@ -188,7 +221,7 @@ type memStore struct {
 }
 
 type memInstance struct {
-	log      []Observation
+	log      *memory // the observation log, its index, and the salience of what beliefs cite
 	ids      map[string]bool
 	beliefs  []Belief
 	beliefAt map[string]int
@@ -209,14 +242,18 @@ type memTurn struct {
 	rec TurnRecord
 }
 
-func (s *memStore) Load(_ context.Context, key Key) (*Snapshot, error) {
+func (s *memStore) Load(_ context.Context, key Key, tail int) (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := s.inst[key]
 	if in == nil {
 		return &Snapshot{}, nil
 	}
-	return &Snapshot{Observations: cloneAll(in.log, cloneObservation), Beliefs: cloneAll(in.beliefs, Belief.clone),
+	log := in.log.log
+	if tail > 0 && len(log) > tail {
+		log = log[len(log)-tail:]
+	}
+	return &Snapshot{Observations: cloneAll(log, cloneObservation), Count: len(in.log.log), Beliefs: cloneAll(in.beliefs, Belief.clone),
 		Goals: cloneAll(in.goals, Goal.clone), Working: in.working.clone(), Policies: cloneAll(in.policies, PolicyVersion.clone),
 		Current: in.current, Reviews: cloneAll(in.reviews, Review.clone), Capabilities: slices.Clone(in.caps)}, nil
 }
@@ -226,7 +263,7 @@ func (s *memStore) Commit(_ context.Context, key Key, b *Batch) error {
 	defer s.mu.Unlock()
 	in := s.inst[key]
 	if in == nil {
-		in = &memInstance{ids: map[string]bool{}, beliefAt: map[string]int{}, goalAt: map[string]int{}, reviewAt: map[string]int{},
+		in = &memInstance{log: newMemory(), ids: map[string]bool{}, beliefAt: map[string]int{}, goalAt: map[string]int{}, reviewAt: map[string]int{},
 			sessions: map[string]json.RawMessage{}}
 	}
 	// Check everything that can fail before writing anything.
@@ -248,11 +285,11 @@ func (s *memStore) Commit(_ context.Context, key Key, b *Batch) error {
 	}
 	for _, o := range b.Observations {
 		in.ids[o.ID] = true
-		i, _ := slices.BinarySearchFunc(in.log, o.Seq, func(x Observation, seq int64) int { return cmpInt(x.Seq, seq) })
-		in.log = slices.Insert(in.log, i, cloneObservation(o))
+		in.log.append(cloneObservation(o))
 	}
 	for _, x := range b.Beliefs {
 		in.beliefs = upsertAt(in.beliefs, in.beliefAt, x.ID, x.clone())
+		in.log.putBelief(x.clone()) // keeps the salience of the observations it cites
 	}
 	for _, x := range b.Goals {
 		in.goals = upsertAt(in.goals, in.goalAt, x.ID, x.clone())
@@ -305,6 +342,21 @@ func upsertAt[T any](list []T, at map[string]int, id string, v T) []T {
 	}
 	at[id] = len(list)
 	return append(list, v)
+}
+
+func (s *memStore) SearchLog(_ context.Context, key Key, q LogQuery) ([]Observation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.inst[key]
+	if in == nil || q.Limit <= 0 {
+		return nil, nil
+	}
+	var out []Observation
+	// The salience is the store's own, from the beliefs committed: the same as q.Cited.
+	for _, i := range in.log.searchLog(q.Terms, q.Limit) {
+		out = append(out, cloneObservation(in.log.log[i]))
+	}
+	return out, nil
 }
 
 func (s *memStore) LastTurn(_ context.Context, key Key, session string) (int, error) {

@@ -47,7 +47,7 @@ func (v *view) newSeq() int64 {
 
 func (v *view) appendObs(o Observation) { v.obs = append(v.obs, o) }
 
-func (v *view) observations() int { return len(v.base.log) + len(v.obs) }
+func (v *view) observations() int { return v.base.count + len(v.obs) }
 
 // recent calls f on up to n observations, newest first (by sequence number), skipping those
 // for which f returns false; it stops when f has accepted n.

@@ -94,6 +94,16 @@ CREATE TABLE agent_capabilities (
 	state json   NOT NULL
 );
 `,
+	// 3: the search index of the observation logs (one row per distinct term of an
+	// observation), filled for the observations already there by backfillTerms.
+	`
+CREATE TABLE agent_terms (
+	inst bigint NOT NULL REFERENCES agent_instances (id),
+	term text   NOT NULL,
+	seq  bigint NOT NULL,
+	PRIMARY KEY (inst, term, seq)
+);
+`,
 }
 
 // Options tune Open. The zero value (or nil) is the default for each field.
@@ -171,10 +181,57 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 				return fmt.Errorf("migrate to agent schema version %d: %w", v+1, err)
 			}
+			if v+1 == 3 {
+				if err := backfillTerms(ctx, tx); err != nil {
+					return fmt.Errorf("migrate to agent schema version 3: %w", err)
+				}
+			}
 		}
 		_, err := tx.Exec(ctx, `UPDATE agent_schema_version SET version = $1`, len(migrations))
 		return err
 	})
+}
+
+// backfillTerms indexes the observations already in the logs.
+func backfillTerms(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT inst, seq, obs FROM agent_observations`)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		inst, seq int64
+		text      string
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		var data []byte
+		if err := r.Scan(&x.inst, &x.seq, &data); err != nil {
+			return x, err
+		}
+		var o agent.Observation
+		err := json.Unmarshal(data, &o)
+		x.text = o.Text
+		return x, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		if err := indexTerms(ctx, tx, r.inst, r.seq, r.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexTerms adds the search terms of an observation's text.
+func indexTerms(ctx context.Context, tx pgx.Tx, inst, seq int64, text string) error {
+	t := agent.SearchTerms(text)
+	if len(t) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO agent_terms (inst, term, seq) SELECT $1, unnest($2::text[]), $3 ON CONFLICT DO NOTHING`, inst, t, seq)
+	return err
 }
 
 // Close closes the pool, waiting for the connections in use to be returned.
@@ -186,7 +243,7 @@ func (s *Store) Close() error {
 const instanceID = `SELECT id FROM agent_instances WHERE agent = $1 AND tenant = $2 AND principal = $3`
 
 // Load implements agent.Store.
-func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error) {
+func (s *Store) Load(ctx context.Context, key agent.Key, tail int) (*agent.Snapshot, error) {
 	snap := &agent.Snapshot{}
 	// REPEATABLE READ: every query sees the same commit.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -199,7 +256,15 @@ func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error
 		if err != nil {
 			return err
 		}
-		if snap.Observations, err = query[agent.Observation](ctx, tx, `SELECT obs FROM agent_observations WHERE inst = $1 ORDER BY seq`, id); err != nil {
+		var limit any // NULL: no limit
+		if tail > 0 {
+			limit = tail
+		}
+		if snap.Observations, err = query[agent.Observation](ctx, tx, `SELECT obs FROM (SELECT obs, seq FROM agent_observations
+			WHERE inst = $1 ORDER BY seq DESC LIMIT $2) AS t ORDER BY seq`, id, limit); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM agent_observations WHERE inst = $1`, id).Scan(&snap.Count); err != nil {
 			return err
 		}
 		if snap.Beliefs, err = query[agent.Belief](ctx, tx, `SELECT belief FROM agent_beliefs WHERE inst = $1 ORDER BY ord`, id); err != nil {
@@ -257,6 +322,9 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 			}
 			if tag.RowsAffected() == 0 {
 				return errRefused{fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)}
+			}
+			if err := indexTerms(ctx, tx, id, o.Seq, o.Text); err != nil {
+				return err
 			}
 		}
 		for _, x := range b.Beliefs {
@@ -341,6 +409,28 @@ func upsert(ctx context.Context, tx pgx.Tx, table, col string, inst int64, itemI
 		return fmt.Errorf("save %s: %w", itemID, err)
 	}
 	return nil
+}
+
+// SearchLog implements agent.Store.
+func (s *Store) SearchLog(ctx context.Context, key agent.Key, q agent.LogQuery) ([]agent.Observation, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	if len(q.Terms) == 0 {
+		return query[agent.Observation](ctx, s.pool, `SELECT obs FROM agent_observations WHERE inst = (`+instanceID+`) ORDER BY seq DESC LIMIT $4`,
+			key.Agent, key.Principal.Tenant, key.Principal.Name, q.Limit)
+	}
+	seqs, counts := make([]int64, 0, len(q.Cited)), make([]int32, 0, len(q.Cited))
+	for seq, n := range q.Cited {
+		seqs, counts = append(seqs, seq), append(counts, int32(n))
+	}
+	return query[agent.Observation](ctx, s.pool, `
+		WITH i AS (`+instanceID+`),
+		m AS (SELECT t.seq, count(*) AS hits FROM agent_terms t, i WHERE t.inst = i.id AND t.term = ANY($4) GROUP BY t.seq),
+		c AS (SELECT * FROM unnest($5::bigint[], $6::int[]) AS c (seq, n))
+		SELECT o.obs FROM m JOIN i ON true JOIN agent_observations o ON o.inst = i.id AND o.seq = m.seq LEFT JOIN c ON c.seq = m.seq
+		ORDER BY m.hits DESC, coalesce(c.n, 0) DESC, m.seq DESC LIMIT $7`,
+		key.Agent, key.Principal.Tenant, key.Principal.Name, q.Terms, seqs, counts, q.Limit)
 }
 
 // LastTurn implements agent.Store.

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -190,6 +191,17 @@ CREATE TABLE agent_capabilities (
 	state BLOB    NOT NULL
 ) STRICT;
 `,
+	// 8: the search index of the observation logs: one row per distinct term of an observation
+	// (agent.SearchTerms), so that a resident instance need not hold its log. Existing
+	// observations are indexed by backfillTerms.
+	`
+CREATE TABLE agent_terms (
+	inst INTEGER NOT NULL,
+	term TEXT    NOT NULL,
+	seq  INTEGER NOT NULL,
+	PRIMARY KEY (inst, term, seq)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // Store is an agent.Store in SQLite. It is safe for concurrent use.
@@ -256,11 +268,64 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate to agent schema version %d: %w", v+1, err)
 		}
+		if v+1 == 8 {
+			if err := backfillTerms(ctx, tx); err != nil {
+				return fmt.Errorf("migrate to agent schema version 8: %w", err)
+			}
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE agent_schema_version SET version = ?`, len(migrations)); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// backfillTerms indexes the observations already in the log.
+func backfillTerms(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT inst, seq, obs FROM agent_observations`)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		inst, seq int64
+		text      string
+	}
+	var all []row
+	for rows.Next() {
+		var r row
+		var data []byte
+		if err := rows.Scan(&r.inst, &r.seq, &data); err != nil {
+			rows.Close()
+			return err
+		}
+		var o agent.Observation
+		if err := json.Unmarshal(data, &o); err != nil {
+			rows.Close()
+			return err
+		}
+		r.text = o.Text
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range all {
+		if err := indexTerms(ctx, tx, r.inst, r.seq, r.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexTerms adds the search terms of an observation's text.
+func indexTerms(ctx context.Context, tx *sql.Tx, inst, seq int64, text string) error {
+	for _, t := range agent.SearchTerms(text) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_terms (inst, term, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, inst, t, seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the database.
@@ -283,7 +348,7 @@ func instance(ctx context.Context, q querier, key agent.Key) (int64, error) {
 }
 
 // Load implements agent.Store.
-func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error) {
+func (s *Store) Load(ctx context.Context, key agent.Key, tail int) (*agent.Snapshot, error) {
 	// One read transaction, so that the snapshot is one commit's state.
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -298,8 +363,15 @@ func (s *Store) Load(ctx context.Context, key agent.Key) (*agent.Snapshot, error
 	if err := tx.QueryRowContext(ctx, `SELECT policy FROM agent_instances WHERE id = ?`, id).Scan(&snap.Current); err != nil {
 		return nil, wrap("load", err)
 	}
-	if snap.Observations, err = query[agent.Observation](ctx, tx, `SELECT obs FROM agent_observations WHERE inst = ? ORDER BY seq`, id); err != nil {
+	if tail <= 0 {
+		tail = -1 // no limit
+	}
+	if snap.Observations, err = query[agent.Observation](ctx, tx, `SELECT obs FROM (SELECT obs, seq FROM agent_observations
+		WHERE inst = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, tail); err != nil {
 		return nil, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM agent_observations WHERE inst = ?`, id).Scan(&snap.Count); err != nil {
+		return nil, wrap("load", err)
 	}
 	if snap.Beliefs, err = query[agent.Belief](ctx, tx, `SELECT belief FROM agent_beliefs WHERE inst = ? ORDER BY ord`, id); err != nil {
 		return nil, err
@@ -353,6 +425,9 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)
+		}
+		if err := indexTerms(ctx, tx, id, o.Seq, o.Text); err != nil {
+			return wrap("commit", err)
 		}
 	}
 	for _, x := range b.Beliefs {
@@ -427,6 +502,28 @@ func upsert(ctx context.Context, tx *sql.Tx, table, col string, inst int64, item
 		return fmt.Errorf("sqlitestore: save %s: %w", itemID, err)
 	}
 	return nil
+}
+
+// SearchLog implements agent.Store.
+func (s *Store) SearchLog(ctx context.Context, key agent.Key, q agent.LogQuery) ([]agent.Observation, error) {
+	id, err := instance(ctx, s.db, key)
+	if err != nil || id == 0 || q.Limit <= 0 {
+		return nil, wrap("search", err)
+	}
+	if len(q.Terms) == 0 {
+		return query[agent.Observation](ctx, s.db, `SELECT obs FROM agent_observations WHERE inst = ? ORDER BY seq DESC LIMIT ?`, id, q.Limit)
+	}
+	cited := map[string]int{}
+	for seq, n := range q.Cited {
+		cited[strconv.FormatInt(seq, 10)] = n
+	}
+	return query[agent.Observation](ctx, s.db, `
+		WITH q(term) AS (SELECT value FROM json_each(?2)),
+		m(seq, hits) AS (SELECT t.seq, count(*) FROM agent_terms t JOIN q ON t.term = q.term WHERE t.inst = ?1 GROUP BY t.seq),
+		c(seq, n) AS (SELECT CAST(key AS INTEGER), value FROM json_each(?3))
+		SELECT o.obs FROM m JOIN agent_observations o ON o.inst = ?1 AND o.seq = m.seq LEFT JOIN c ON c.seq = m.seq
+		ORDER BY m.hits DESC, coalesce(c.n, 0) DESC, m.seq DESC LIMIT ?4`,
+		id, string(mustJSON(q.Terms)), string(mustJSON(cited)), q.Limit)
 }
 
 // LastTurn implements agent.Store.

@@ -46,7 +46,7 @@ func TestSharesTheTaskDatabase(t *testing.T) {
 	}
 	_ = s.Close()
 	s = open(t, path) // reopening migrates nothing and keeps the data
-	if got, err := s.Load(t.Context(), key); err != nil || len(got.Observations) != 1 {
+	if got, err := s.Load(t.Context(), key, 0); err != nil || len(got.Observations) != 1 {
 		t.Errorf("Load() = %v, %v, want one observation", got, err)
 	}
 }

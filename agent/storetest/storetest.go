@@ -29,7 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 	}
 	load := func(t *testing.T, s agent.Store, k agent.Key) *agent.Snapshot {
 		t.Helper()
-		snap, err := s.Load(t.Context(), k)
+		snap, err := s.Load(t.Context(), k, 0)
 		if err != nil {
 			t.Fatalf("Load(%v) = %v", k, err)
 		}
@@ -61,6 +61,71 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 		}
 		if got := load(t, s, agent.Key{Agent: "other", Principal: alice.Principal}); len(got.Observations) != 0 {
 			t.Errorf("alice's instance of another agent sees %v", got.Observations)
+		}
+	})
+	t.Run("LoadsTheTailAndSearchesTheLog", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := t.Context()
+		texts := []string{"the sky is blue", "the sea is blue", "a blue sky at noon", "green grass", "the sky at night",
+			"blue blue sky", "nothing here", "sky"}
+		var all []agent.Observation
+		for i, text := range texts {
+			all = append(all, agent.Observation{ID: fmt.Sprintf("o%d", i+1), Seq: int64(i + 1), Time: at, Kind: "message", Text: text})
+		}
+		// Committed out of order, as turns side by side do.
+		commit(t, s, alice, &agent.Batch{Observations: all[:5]})
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{all[6], all[7]}})
+		commit(t, s, alice, &agent.Batch{Observations: []agent.Observation{all[5]}})
+		commit(t, s, bob, &agent.Batch{Observations: []agent.Observation{{ID: "o1", Seq: 1, Time: at, Text: "blue sky"}}})
+		// Beliefs cite o1 twice and o3 once: their salience, which Cited below repeats.
+		cite := func(id string, obs ...string) agent.Belief {
+			return agent.Belief{ID: id, Subject: id, Value: "v", Confidence: 0.9, Status: agent.StatusActive, Created: at, Updated: at,
+				Provenance: agent.Provenance{Observations: obs}}
+		}
+		commit(t, s, alice, &agent.Batch{Beliefs: []agent.Belief{cite("b1", "o1"), cite("b2", "o1", "o3")}})
+		snap, err := s.Load(ctx, alice, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(all[5:], snap.Observations); diff != "" || snap.Count != 8 {
+			t.Errorf("Load(tail 3) = %d observations in all (-want +got):\n%s", snap.Count, diff)
+		}
+		ids := func(obs []agent.Observation) []string {
+			var out []string
+			for _, o := range obs {
+				out = append(out, o.ID)
+			}
+			return out
+		}
+		cited := map[int64]int{1: 2, 3: 1}
+		for _, tc := range []struct {
+			terms []string
+			limit int
+			cited map[int64]int
+			want  []string
+		}{
+			// Both terms first, then one; among equals the cited first (o1 twice, o3 once), then the newest.
+			{[]string{"blue", "sky"}, 10, cited, []string{"o1", "o3", "o6", "o8", "o5", "o2"}},
+			{[]string{"blue", "sky"}, 2, cited, []string{"o1", "o3"}},
+			{[]string{"sky"}, 10, cited, []string{"o1", "o3", "o8", "o6", "o5"}},
+			{[]string{"grass"}, 10, cited, []string{"o4"}},
+			{[]string{"absent"}, 10, cited, nil},
+			{nil, 3, cited, []string{"o8", "o7", "o6"}}, // no terms: the newest
+		} {
+			got, err := s.SearchLog(ctx, alice, agent.LogQuery{Terms: tc.terms, Limit: tc.limit, Cited: tc.cited})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
+				t.Errorf("SearchLog(%q, %d, %v) (-want +got):\n%s", tc.terms, tc.limit, tc.cited, diff)
+			}
+		}
+		if got, _ := s.SearchLog(ctx, bob, agent.LogQuery{Terms: []string{"sea", "noon", "grass"}, Limit: 10}); len(got) != 0 {
+			t.Errorf("bob's search finds alice's observations: %v", ids(got))
+		}
+		if got, _ := s.SearchLog(ctx, agent.Key{Agent: "a", Principal: agent.Principal{Name: "nobody"}}, agent.LogQuery{Limit: 10}); len(got) != 0 {
+			t.Errorf("a new instance's search: %v", ids(got))
 		}
 	})
 	t.Run("ACommitIsAllOrNothing", func(t *testing.T) {
