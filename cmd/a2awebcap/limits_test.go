@@ -347,28 +347,32 @@ func TestServeTimeouts(t *testing.T) {
 	}
 }
 
-// The gRPC server closes a connection with no call for -grpc-max-conn-idle, and one whose
-// client pings more often than -grpc-keepalive-min allows (GOAWAY ENHANCE_YOUR_CALM,
-// too_many_pings).
+// The gRPC server closes a connection with no call for -grpc-max-conn-idle, one older than
+// -grpc-max-conn-age, and one whose client pings more often than -grpc-keepalive-min allows
+// (GOAWAY ENHANCE_YOUR_CALM, too_many_pings).
 func TestServeGRPCConnections(t *testing.T) {
 	gaddr := freeAddr(t)
 	startServeWith(t, "-grpc-addr", gaddr, "-grpc-max-conn-idle", "300ms", "-grpc-keepalive-min", "1h")
+	aged := freeAddr(t)
+	startServeWith(t, "-grpc-addr", aged, "-grpc-max-conn-idle", "0", "-grpc-max-conn-age", "300ms")
 
-	cc, err := grpc.NewClient("passthrough:///"+gaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	cc.Connect()
-	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
-		if !cc.WaitForStateChange(ctx, s) {
-			t.Fatal("the gRPC connection never became ready")
+	for what, addr := range map[string]string{"an idle gRPC connection": gaddr, "a gRPC connection past its age": aged} {
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !cc.WaitForStateChange(ctx, connectivity.Ready) {
-		t.Error("an idle gRPC connection was not closed")
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		cc.Connect()
+		for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+			if !cc.WaitForStateChange(ctx, s) {
+				t.Fatal("the gRPC connection never became ready")
+			}
+		}
+		if !cc.WaitForStateChange(ctx, connectivity.Ready) {
+			t.Errorf("%s was not closed", what)
+		}
 	}
 
 	// A client that pings without pause.

@@ -105,7 +105,7 @@ func (l *limitsConfig) intFlag(fs *flag.FlagSet, dst *int, name, env string, def
 			l.envErrs[name] = fmt.Errorf("%s=%q: not a whole number of 0 or more", env, v)
 		}
 	}
-	fs.Func(name, fmt.Sprintf("%s (default %d; %s)", usage, def, env), func(v string) error {
+	fs.Func(name, fmt.Sprintf("%s (`N`, default %d; %s)", usage, def, env), func(v string) error {
 		delete(l.envErrs, name)
 		return parse(v)
 	})
@@ -127,7 +127,7 @@ func (l *limitsConfig) durationFlag(fs *flag.FlagSet, dst *time.Duration, name, 
 			l.envErrs[name] = fmt.Errorf("%s=%q: not a duration of 0 or more (such as 30s or 5m)", env, v)
 		}
 	}
-	fs.Func(name, fmt.Sprintf("%s (default %v; %s)", usage, def, env), func(v string) error {
+	fs.Func(name, fmt.Sprintf("%s (`duration`, default %v; %s)", usage, def, env), func(v string) error {
 		delete(l.envErrs, name)
 		return parse(v)
 	})
