@@ -71,7 +71,7 @@ func (l *limitsConfig) flags(fs *flag.FlagSet) {
 	l.durationFlag(fs, &l.writeTimeout, "write-timeout", "A2AWEBCAP_WRITE_TIMEOUT", 30*time.Second,
 		"how long one write to a client may wait for it to take the bytes (a client that stopped reading), on every connection: responses, event streams, WebSocket and gRPC; 0: no bound")
 	l.durationFlag(fs, &l.idleTimeout, "idle-timeout", "A2AWEBCAP_IDLE_TIMEOUT", time.Minute,
-		"how long an HTTP keep-alive connection may wait for its next request; 0: the read header timeout")
+		"how long an HTTP keep-alive connection may wait for its next request; 0: no bound")
 	l.durationFlag(fs, &l.wsPreAuthTimeout, "ws-preauth-timeout", "A2AWEBCAP_WS_PREAUTH_TIMEOUT", binding.DefaultPreAuthIdleTimeout,
 		"with authentication: how long a capnweb WebSocket that has not authenticated may go without a message; 0: -ws-idle-timeout applies")
 	l.durationFlag(fs, &l.wsIdleTimeout, "ws-idle-timeout", "A2AWEBCAP_WS_IDLE_TIMEOUT", binding.DefaultCapnwebIdleTimeout,

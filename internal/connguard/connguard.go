@@ -39,9 +39,11 @@ const DefaultGrace = time.Second
 type Guard struct {
 	// Max bounds the connections open at once over all of the guard's listeners. When a new
 	// one would exceed it, the connection idle longest (past Grace) is closed to make room:
-	// an HTTP connection between requests or that has sent nothing yet, or a hijacked one its
-	// owner marked evictable (an unauthenticated WebSocket); if none is, the new connection is
-	// closed at once. Zero: no bound.
+	// an HTTP connection between requests or that has sent no request yet (ConnState tells
+	// the guard), or a hijacked one whose owner lets it be (SetEvictor: an unauthenticated
+	// WebSocket); if none is, the new connection is closed at once. Connections of a server
+	// that does not report ConnState (gRPC) count, but are never closed to make room.
+	// Zero: no bound.
 	Max int
 	// PerAddress bounds the connections of one source address (an IPv4 address, an IPv6 /64);
 	// past it a new connection is closed at once. Zero: no bound.
@@ -119,8 +121,7 @@ func addrKey(a net.Addr) string {
 // closes the connection idle longest.
 func (g *Guard) admit(c net.Conn) *Conn {
 	key := addrKey(c.RemoteAddr())
-	gc := &Conn{Conn: c, g: g, key: key}
-	gc.idleSince.Store(time.Now().UnixNano()) // it has sent nothing yet: evictable after Grace
+	gc := &Conn{Conn: c, g: g, key: key} // evictable once ConnState says StateNew
 	var evict *Conn
 	g.mu.Lock()
 	if g.conns == nil {

@@ -305,3 +305,36 @@ func TestBodyTimeout(t *testing.T) {
 		t.Errorf("a response longer than the body timeout was cut: %q, %v", body, err)
 	}
 }
+
+// Connections of a server that does not report ConnState (gRPC) count toward Max but are never
+// closed to make room: the guard cannot tell whether they are idle.
+func TestNoConnStateNoEviction(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	g := &Guard{Max: 1, Grace: time.Millisecond}
+	gl := g.Listen(ln)
+	accepted := make(chan net.Conn, 2)
+	go func() {
+		for {
+			c, err := gl.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	first := dialFrom(t, "127.0.0.1", ln.Addr().String())
+	(<-accepted).Write([]byte("hello"))
+	time.Sleep(20 * time.Millisecond)
+	if second := dialFrom(t, "127.0.0.2", ln.Addr().String()); !closedByServer(second, 5*time.Second) {
+		t.Error("a second connection was let in past Max")
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(first, buf); err != nil {
+		t.Errorf("the first connection was closed to make room: %v", err)
+	}
+}
