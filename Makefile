@@ -46,6 +46,7 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzContract$$' -fuzztime=$(FUZZTIME) ./agent/capability
 	$(GO) test -run='^$$' -fuzz='^FuzzManifest$$' -fuzztime=$(FUZZTIME) ./agent/capability
 	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./agent/session
+	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZTIME) ./agent/sandbox
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSameAsUnmarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRequest$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
@@ -55,3 +56,4 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb
 	$(GO) test -run='^$$' -bench=. -benchmem ./agent
+	$(GO) test -run='^$$' -bench=. -benchmem ./agent/sandbox

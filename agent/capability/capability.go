@@ -390,6 +390,8 @@ type Call struct {
 	meter      *meter // the budget, nil without one
 	approval   string // the approved Pending the call carries out
 	set        *Set   // the holder's set, when called through one
+	// within is Request.Within: a check of each effect beyond the contract.
+	within func(Access, string) error
 
 	mu       sync.Mutex // guards the fields below
 	accessed []string   // "reads file:a", in order, at most maxAccessed
@@ -419,7 +421,10 @@ func (c *Call) Check(a Access, resource string) error {
 	var err error
 	if !c.capability.allows(a, resource) {
 		err = fmt.Errorf("%w: %s %s", ErrOutsideContract, a, truncate(resource, 256))
-	} else if a == Write && c.meter != nil {
+	} else if c.within != nil {
+		err = c.within(a, resource)
+	}
+	if err == nil && a == Write && c.meter != nil {
 		err = c.meter.file(resource)
 	}
 	c.mu.Lock()

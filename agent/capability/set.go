@@ -478,6 +478,12 @@ type Request struct {
 	// Approval is the ID of an approved Pending this call carries out: after an
 	// *ApprovalRequired, the same request again with Approval set.
 	Approval string
+	// Within, when set, is asked before each effect of the call, once the capability's own
+	// contract allows it: an error refuses the effect as the contract would. A capability
+	// whose code calls others through its holder's set (a Starlark capability in the sandbox)
+	// passes its own call's Check, so that what its code reaches stays inside its contract too,
+	// and is recorded in its own call.
+	Within func(a Access, resource string) error
 }
 
 // Call calls a method of a capability the set holds, under its strategy: it may return an
@@ -495,7 +501,8 @@ func (s *Set) Call(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	rec.Strategy = st
-	call := &Call{Method: req.Method, Session: req.Session, Origin: req.Origin, meter: mt, approval: req.Approval, set: s}
+	call := &Call{Method: req.Method, Session: req.Session, Origin: req.Origin, meter: mt, approval: req.Approval, set: s,
+		within: req.Within}
 	out, o, err := held.invoke(ctx, call, req.Args)
 	rec.Accessed, rec.Bytes, rec.Duration = o.accessed, o.bytes, o.duration
 	if len(call.Args) > 0 {

@@ -1,0 +1,510 @@
+package sandbox
+
+// Concurrency model of a Pool. Pool.mu guards running (runs holding a slot, per principal and
+// in all), idle (warm workers), busy (workers running a run, to kill on Close) and closed;
+// changed is closed and replaced whenever a slot is freed, waking the runs waiting for one. A
+// run owns its worker from taking it to putting it back: it alone writes to and reads from the
+// worker's pipes, on its own goroutine, and makes its program's capability calls (the Host)
+// there, holding no lock. A timer and a context.AfterFunc kill the worker at the run's hard
+// deadline or when its context ends; the run then sees the pipe close. Close kills every
+// worker and waits for the runs in flight to return.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Pool. Nil, or a zero field, means the documented default.
+type Options struct {
+	// Command is the worker's command line; nil means this program (os.Executable) with no
+	// arguments, which must call WorkerMain first.
+	Command []string
+	// Workers bounds the workers running programs at once; 0 means 4.
+	Workers int
+	// PerPrincipal bounds the runs of one principal at once; 0 means half of Workers (at
+	// least 1), so one principal's runaway code leaves room for others.
+	PerPrincipal int
+	// Idle is how many idle workers are kept warm; 0 means Workers, negative none.
+	Idle int
+	// Memory is the address space each worker may use beyond its own at start, in bytes; 0
+	// means DefaultMemory (256 MiB).
+	Memory int64
+	// Limits are each run's default and greatest limits (see Limits for their defaults).
+	Limits Limits
+	// MaxRuns retires a worker after that many runs; 0 means 1000.
+	MaxRuns int
+	// Grace is how long past a run's time limit the pool waits for the worker to stop the
+	// program itself before killing it; 0 means 1 s.
+	Grace time.Duration
+}
+
+// Host makes the capability calls of a program: module is the capability, method its method,
+// args a JSON object. Its error's text is what the program sees.
+type Host func(ctx context.Context, module, method string, args json.RawMessage) (json.RawMessage, error)
+
+// Job is one run of a program.
+type Job struct {
+	// Principal is whom the run is for: runs of one principal share a bound (PerPrincipal).
+	Principal string
+	// Files are the program's Starlark files by name ("capability.star"); each may load the
+	// others by name.
+	Files map[string]string
+	// Main is the file run first.
+	Main string
+	// Function, when set, is the function of Main called after it ran, with Args (a JSON
+	// object) as keyword arguments; its result is Result.Value.
+	Function string
+	Args     json.RawMessage
+	// Tests runs Main's top-level functions whose names start with "test_" instead.
+	Tests bool
+	// Modules are the capability modules granted, each with the methods it offers: a program
+	// may load them (load("fetch", "get")), and their calls go to Host.
+	Modules map[string][]string
+	// Host makes the granted modules' calls; nil fails them.
+	Host Host
+	// Limits bound the run, within the pool's.
+	Limits Limits
+}
+
+// Result is what a run returns.
+type Result struct {
+	// Value is the function's result, as JSON; nil without Function.
+	Value json.RawMessage
+	// Tests are the tests' outcomes, by name, with Job.Tests.
+	Tests []TestResult
+	// Output is what the program printed (bounded by Limits.Output).
+	Output string
+	// Steps is how many Starlark steps it took.
+	Steps uint64
+}
+
+// TestResult is the outcome of one test function.
+type TestResult struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	Output string `json:"output,omitempty"`
+}
+
+// Pool runs jobs in worker processes. It is safe for concurrent use.
+type Pool struct {
+	command      []string
+	workers      int
+	perPrincipal int
+	idleMax      int
+	memory       int64
+	limits       Limits
+	maxRuns      int
+	grace        time.Duration
+
+	mu      sync.Mutex
+	running int
+	per     map[string]int
+	changed chan struct{}
+	idle    []*worker
+	busy    map[*worker]bool
+	closed  bool
+	runs    sync.WaitGroup
+}
+
+// New returns a pool. Workers start when first needed.
+func New(opts *Options) *Pool {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	p := &Pool{command: slices.Clone(o.Command), workers: o.Workers, perPrincipal: o.PerPrincipal, idleMax: o.Idle,
+		memory: o.Memory, limits: o.Limits.withDefaults(), maxRuns: o.MaxRuns, grace: o.Grace,
+		per: map[string]int{}, changed: make(chan struct{}), busy: map[*worker]bool{}}
+	if p.workers <= 0 {
+		p.workers = 4
+	}
+	if p.perPrincipal <= 0 {
+		p.perPrincipal = max(1, p.workers/2)
+	}
+	switch {
+	case p.idleMax == 0:
+		p.idleMax = p.workers
+	case p.idleMax < 0:
+		p.idleMax = 0
+	}
+	if p.memory <= 0 {
+		p.memory = DefaultMemory
+	}
+	if p.maxRuns <= 0 {
+		p.maxRuns = 1000
+	}
+	if p.grace <= 0 {
+		p.grace = time.Second
+	}
+	return p
+}
+
+// Limits returns the pool's default and greatest limits of a run.
+func (p *Pool) Limits() Limits { return p.limits }
+
+// Close kills every worker (runs in flight fail with ErrClosed) and waits for the runs to
+// return. It is idempotent.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	ws := append(p.idle, keys(p.busy)...)
+	p.idle = nil
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	for _, w := range ws {
+		w.kill(ErrClosed)
+	}
+	p.runs.Wait()
+	for _, w := range ws {
+		w.reap()
+	}
+	return nil
+}
+
+func keys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Run runs job in a worker and returns its result, or an error: an *Error for the program's
+// failure or a limit (ErrSteps, ErrMemory, ErrTime, ErrCPU, ErrCrashed, ErrNotGranted,
+// ErrFailed), ErrClosed, or ctx's error. It waits for a free worker (and for the principal's
+// bound) as long as ctx allows.
+func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
+	if _, ok := job.Files[job.Main]; !ok {
+		return nil, newError(ErrFailed, "no file %q", job.Main)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p.runs.Add(1)
+	p.mu.Unlock()
+	defer p.runs.Done()
+	if err := p.acquire(ctx, job.Principal); err != nil {
+		return nil, err
+	}
+	defer p.release(job.Principal)
+	w, err := p.take()
+	if err != nil {
+		return nil, err
+	}
+	res, keep, err := w.run(ctx, job, job.Limits.within(p.limits), p.grace)
+	p.put(w, keep && w.runs < p.maxRuns)
+	return res, err
+}
+
+// acquire waits for a slot of the pool and of principal.
+func (p *Pool) acquire(ctx context.Context, principal string) error {
+	p.mu.Lock()
+	for {
+		switch {
+		case p.closed:
+			p.mu.Unlock()
+			return ErrClosed
+		case p.running < p.workers && p.per[principal] < p.perPrincipal:
+			p.running++
+			p.per[principal]++
+			p.mu.Unlock()
+			return nil
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		p.mu.Lock()
+	}
+}
+
+func (p *Pool) release(principal string) {
+	p.mu.Lock()
+	p.running--
+	if p.per[principal]--; p.per[principal] <= 0 {
+		delete(p.per, principal)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// take returns an idle worker, or starts one.
+func (p *Pool) take() (*worker, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.busy[w] = true
+		p.mu.Unlock()
+		return w, nil
+	}
+	p.mu.Unlock()
+	w, err := p.start()
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		w.kill(ErrClosed)
+		w.reap()
+		return nil, ErrClosed
+	}
+	p.busy[w] = true
+	return w, nil
+}
+
+// put gives w back: kept warm if keep and there is room, else stopped.
+func (p *Pool) put(w *worker, keep bool) {
+	p.mu.Lock()
+	delete(p.busy, w)
+	if keep && !p.closed && len(p.idle) < p.idleMax {
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	w.stop()
+}
+
+// startTimeout bounds a worker's start.
+const startTimeout = 30 * time.Second
+
+// start starts a worker and waits for it to be ready.
+func (p *Pool) start() (*worker, error) {
+	argv := p.command
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, newError(ErrCrashed, "finding this program to start a worker: %v", err)
+		}
+		argv = []string{exe}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{workerEnv + "=1"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = sysProcAttr()
+	w := &worker{cmd: cmd, stderr: &head{max: 4 << 10}, memory: p.memory}
+	cmd.Stderr = w.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, newError(ErrCrashed, "%v", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, newError(ErrCrashed, "%v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, newError(ErrCrashed, "starting a worker: %v", err)
+	}
+	w.stdin, w.in, w.out = in, bufio.NewWriterSize(in, 64<<10), bufio.NewReaderSize(out, 64<<10)
+	timer := time.AfterFunc(startTimeout, func() { w.kill(ErrCrashed) })
+	defer timer.Stop()
+	f, err := func() (*frame, error) {
+		if err := writeFrame(w.in, &frame{Op: "init", Memory: p.memory}); err != nil {
+			return nil, err
+		}
+		return readFrame(w.out)
+	}()
+	if err == nil && f.Op == "ready" && f.Error == nil {
+		return w, nil
+	}
+	w.kill(ErrCrashed)
+	w.reap()
+	switch {
+	case err == nil && f.Error != nil:
+		return nil, f.Error.err()
+	case err == nil:
+		return nil, newError(ErrCrashed, "the worker said %q", f.Op)
+	}
+	return nil, newError(ErrCrashed, "starting a worker: %v (is WorkerMain called first in main?)%s", err, w.stderr.first())
+}
+
+// worker is a child process running programs.
+type worker struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	in     *bufio.Writer
+	out    *bufio.Reader
+	stderr *head
+	memory int64
+	runs   int
+
+	killed   atomic.Pointer[error] // why it was killed
+	reapOnce sync.Once
+	exitErr  error
+}
+
+// kill kills the process (once), saying why.
+func (w *worker) kill(why error) {
+	if w.killed.CompareAndSwap(nil, &why) {
+		_ = w.cmd.Process.Kill()
+	}
+}
+
+// reap waits for the process to exit.
+func (w *worker) reap() {
+	w.reapOnce.Do(func() { w.exitErr = w.cmd.Wait() })
+}
+
+// stop ends an idle worker: closing its stdin makes it exit; kill makes sure.
+func (w *worker) stop() {
+	_ = w.stdin.Close()
+	w.kill(ErrClosed)
+	w.reap()
+}
+
+// run runs job on w; keep says w may run another job.
+func (w *worker) run(ctx context.Context, job Job, lim Limits, grace time.Duration) (*Result, bool, error) {
+	w.runs++
+	hostCtx, cancel := context.WithTimeoutCause(ctx, lim.Time, newError(ErrTime, "%s", lim.Time))
+	defer cancel()
+	hard := time.AfterFunc(lim.Time+grace, func() { w.kill(newError(ErrTime, "%s", lim.Time)) })
+	stopCtx := context.AfterFunc(ctx, func() { w.kill(context.Cause(ctx)) })
+	wj := &wireJob{Files: job.Files, Main: job.Main, Function: job.Function, Args: job.Args, Tests: job.Tests,
+		Modules: job.Modules, Steps: lim.Steps, Time: lim.Time, CPU: lim.CPU, Output: lim.Output}
+	res, err := w.exchange(hostCtx, wj, job)
+	hardOK, ctxOK := hard.Stop(), stopCtx()
+	if err == nil && hardOK && ctxOK {
+		return res, true, nil
+	}
+	if werr := (*Error)(nil); err != nil && errors.As(err, &werr) && werr.Kind != ErrCrashed && hardOK && ctxOK {
+		return nil, true, err // the program failed, or hit a limit the worker enforced: it is fine
+	}
+	// The worker died, was killed, or its run is in doubt.
+	w.kill(ErrCrashed)
+	w.reap()
+	return nil, false, w.deathCause(err, lim)
+}
+
+// exchange sends the job and serves its calls until it is done.
+func (w *worker) exchange(ctx context.Context, wj *wireJob, job Job) (*Result, error) {
+	if err := writeFrame(w.in, &frame{Op: "run", Job: wj}); err != nil {
+		if errors.Is(err, errFrameTooLarge) {
+			return nil, newError(ErrFailed, "the job is larger than %d bytes", maxFrame)
+		}
+		return nil, errDied
+	}
+	for {
+		f, err := readFrame(w.out)
+		if err != nil {
+			return nil, errDied
+		}
+		switch f.Op {
+		case "call":
+			reply := &frame{Op: "return"}
+			if !slices.Contains(job.Modules[f.Module], f.Method) {
+				reply.Error = wireErr("failed", "%s.%s is not granted", f.Module, f.Method)
+			} else if job.Host == nil {
+				reply.Error = wireErr("failed", "no capability calls can be made here")
+			} else if v, err := job.Host(ctx, f.Module, f.Method, f.Args); err != nil {
+				reply.Error = wireErr("failed", "%s", err.Error())
+			} else {
+				reply.Value = v
+			}
+			if err := writeFrame(w.in, reply); err != nil {
+				if errors.Is(err, errFrameTooLarge) {
+					reply = &frame{Op: "return", Error: wireErr("failed", "%s.%s: a result larger than %d bytes", f.Module, f.Method, maxFrame)}
+					if writeFrame(w.in, reply) == nil {
+						continue
+					}
+				}
+				return nil, errDied
+			}
+		case "done":
+			if f.Error != nil {
+				return nil, f.Error.err()
+			}
+			return &Result{Value: f.Value, Tests: f.Tests, Output: f.Output, Steps: f.Steps}, nil
+		default:
+			return nil, newError(ErrCrashed, "unexpected %q from the worker", f.Op)
+		}
+	}
+}
+
+var errDied = errors.New("sandbox: the worker's pipe closed")
+
+// deathCause says why a run's worker died: the reason it was killed, its CPU limit, its
+// memory, or a crash.
+func (w *worker) deathCause(err error, lim Limits) error {
+	if why := w.killed.Load(); why != nil && !errors.Is(*why, ErrCrashed) {
+		if errors.Is(*why, ErrClosed) {
+			return ErrClosed
+		}
+		return *why
+	}
+	var ee *exec.ExitError
+	if errors.As(w.exitErr, &ee) && ee.ExitCode() == exitCPU {
+		return newError(ErrCPU, "%s", lim.CPU)
+	}
+	text := w.stderr.String()
+	for _, s := range []string{"out of memory", "cannot allocate memory", "failed to allocate", "cannot map pages", "errno=12", "address space collisions"} {
+		if strings.Contains(text, s) {
+			return newError(ErrMemory, "%d MiB", w.memory>>20)
+		}
+	}
+	if strings.Contains(text, "stack exceeds") {
+		return newError(ErrCrashed, "stack limit (%d MiB)", maxStack>>20)
+	}
+	if werr := (*Error)(nil); errors.As(err, &werr) {
+		return err
+	}
+	return newError(ErrCrashed, "%v%s", w.exitErr, w.stderr.first())
+}
+
+// head keeps the first max bytes written to it: a Go runtime's fatal error says what happened
+// on its first line, before the goroutines' stacks.
+type head struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (h *head) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *head) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.buf)
+}
+
+// first is the first line the worker wrote to stderr, for an error, or "".
+func (h *head) first() string {
+	line, _, _ := strings.Cut(strings.TrimSpace(h.String()), "\n")
+	if line = strings.TrimSpace(line); line != "" {
+		return ": " + truncate(line, 200)
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
