@@ -42,6 +42,7 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzReadMessage$$' -fuzztime=$(FUZZTIME) ./internal/ws
 	$(GO) test -run='^$$' -fuzz='^FuzzFromWire$$' -fuzztime=$(FUZZTIME) ./binding
 	$(GO) test -run='^$$' -fuzz='^FuzzJWT$$' -fuzztime=$(FUZZTIME) ./auth
+	$(GO) test -run='^$$' -fuzz='^FuzzClaimed$$' -fuzztime=$(FUZZTIME) ./auth
 	$(GO) test -run='^$$' -fuzz='^FuzzRule$$' -fuzztime=$(FUZZTIME) ./agent
 	$(GO) test -run='^$$' -fuzz='^FuzzContract$$' -fuzztime=$(FUZZTIME) ./agent/capability
 	$(GO) test -run='^$$' -fuzz='^FuzzManifest$$' -fuzztime=$(FUZZTIME) ./agent/capability

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -28,6 +30,27 @@ func FuzzJWT(f *testing.F) {
 		case errors.Is(err, errAbsent), errors.Is(err, a2a.ErrUnauthenticated):
 		default:
 			t.Errorf("Authenticate(%q) = %v, want UNAUTHENTICATED", tok, err)
+		}
+	})
+}
+
+// FuzzClaimed: whatever the Authorization header, Claimed answers without panicking, reads a
+// Basic user name back as sent, and claims nothing for a token too large to decode.
+func FuzzClaimed(f *testing.F) {
+	iss := newTestIssuer(f)
+	f.Add("Bearer " + iss.mint(f, iss.claims("alice"), nil))
+	f.Add("Basic YWxpY2U6cGFzcw==")
+	f.Add("Bearer a.eyJzdWIiOjF9.c")
+	f.Add("Bearer ..")
+	f.Add("Basic !!!")
+	f.Fuzz(func(t *testing.T, authorization string) {
+		h := http.Header{"Authorization": {authorization}}
+		got := Claimed(h)
+		if user, _, ok := (&http.Request{Header: h}).BasicAuth(); ok && got != user {
+			t.Errorf("Claimed(%q) = %q, want the Basic user %q", authorization, got, user)
+		}
+		if len(authorization) > maxClaimedJWT+len("Bearer ") && strings.HasPrefix(strings.ToLower(authorization), "bearer ") && got != "" {
+			t.Errorf("Claimed decoded a %d-byte token", len(authorization))
 		}
 	})
 }
