@@ -73,6 +73,7 @@ var writes = map[string]bool{
 	"SendMessage": true, "SendStreamingMessage": true, "CancelTask": true,
 	"CreateTaskPushNotificationConfig": true, "DeleteTaskPushNotificationConfig": true,
 	"ResetSession": true, "ForkSession": true, "MergeSession": true, // the sessions extension
+	"ApproveProposal": true, "RejectProposal": true, "RollbackPolicy": true, // the operator extension
 	"Capabilities": true,
 }
 

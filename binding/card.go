@@ -148,6 +148,9 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 	if o.Sessions != nil {
 		c.Capabilities.Extensions = declareExtension(c.Capabilities.Extensions, sessionsCardExtension())
 	}
+	if o.Operator != nil {
+		c.Capabilities.Extensions = declareExtension(c.Capabilities.Extensions, operatorCardExtension())
+	}
 	if o.CardSigner != nil {
 		if perRequest {
 			panic("binding: Options.CardSigner needs Options.BaseURL (or absolute interface URLs): " +

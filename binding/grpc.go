@@ -71,6 +71,7 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 	s := grpc.NewServer(append(sopts, o.ServerOptions...)...)
 	a2agrpc.NewHandler(pagedHandler{h}).RegisterWith(s)
 	registerExtGRPC(s, SessionsGRPCService, sessionOps(o.Sessions))
+	registerExtGRPC(s, OperatorGRPCService, operatorOps(o.Operator))
 	if o.Serve03 {
 		a2agrpcv0.NewHandler(h).RegisterWith(s)
 	}
@@ -139,7 +140,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 	service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 	var own string
 	switch service {
-	case grpcService10, SessionsGRPCService:
+	case grpcService10, SessionsGRPCService, OperatorGRPCService:
 		own = Version10
 	case grpcService03:
 		own = Version03

@@ -97,7 +97,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		restV1:       a2asrv.NewRESTHandler(pagedHandler{inner}, topts...),
 		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", pagedHandler{inner}, topts...),
 	}
-	hh.ext = sessionOps(o.Sessions)
+	hh.ext = mergeOps(sessionOps(o.Sessions), operatorOps(o.Operator))
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
 		hh.capnweb = newCapnwebBinding(h, hh, &o, card)
@@ -387,7 +387,11 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 	case isTenantRESTRoute(sub):
 		target = h.restTenant // strips and records the tenant segment
 	default:
-		if name, req, ok, rerr := sessionRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body); ok && h.ext[name] != nil {
+		name, req, ok, rerr := sessionRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body)
+		if !ok {
+			name, req, ok, rerr = operatorRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body)
+		}
+		if ok && h.ext[name] != nil {
 			if rerr != nil {
 				writeRESTError(w, ctype, rerr)
 			} else {

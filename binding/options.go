@@ -180,6 +180,10 @@ type Options struct {
 	// binding of this handler, and the card declares it. Zero (nil): not served.
 	Sessions session.Service
 
+	// Operator serves the operator extension (docs/sessions.md, "The operator") on every
+	// binding of this handler, and the card declares it. Zero (nil): not served.
+	Operator OperatorService
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -225,6 +229,10 @@ type GRPCOptions struct {
 	// Sessions serves the sessions extension as the gRPC service
 	// a2awebcap.sessions.v1.SessionService. Zero (nil): not served.
 	Sessions session.Service
+
+	// Operator serves the operator extension as the gRPC service
+	// a2awebcap.operator.v1.OperatorService. Zero (nil): not served.
+	Operator OperatorService
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

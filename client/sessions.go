@@ -113,13 +113,21 @@ func extCall[T any](ctx context.Context, c *Client, op string, req any) (*T, err
 	case *capnwebTransport:
 		raw, err = capnwebExt(ctx, tr, op, body)
 	case grpcTransport:
-		raw, err = grpcExt(ctx, tr, sessionsGRPCService, op, body)
+		service := sessionsGRPCService
+		if operatorOps[op] {
+			service = operatorGRPCService
+		}
+		raw, err = grpcExt(ctx, tr, service, op, body)
 	default:
 		switch c.binding {
 		case BindingJSONRPC:
 			raw, err = jsonrpcExt(ctx, c.hc, c.iface.URL, op, body)
 		case BindingREST:
-			raw, err = restExt(ctx, c.hc, c.iface.URL, op, body)
+			if operatorOps[op] {
+				raw, err = restOperator(ctx, c.hc, c.iface.URL, op, body)
+			} else {
+				raw, err = restExt(ctx, c.hc, c.iface.URL, op, body)
+			}
 		default:
 			err = fmt.Errorf("client: %s is not served over %s", op, c.binding)
 		}
@@ -223,17 +231,22 @@ func restExt(ctx context.Context, hc *http.Client, base, op string, params []byt
 		return nil, err
 	}
 	if status >= 300 {
-		var e struct {
-			Error struct {
-				Message string            `json:"message"`
-				Details []json.RawMessage `json:"details"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(b, &e)
-		reason := reasonOf(e.Error.Details)
-		return nil, &ExtError{Code: codeOfReason(reason), Reason: reason, Message: cmpOr(e.Error.Message, http.StatusText(status))}
+		return nil, restError(b, status)
 	}
 	return b, nil
+}
+
+// restError is the ExtError of an HTTP+JSON error body (a google.rpc.Status).
+func restError(b []byte, status int) error {
+	var e struct {
+		Error struct {
+			Message string            `json:"message"`
+			Details []json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(b, &e)
+	reason := reasonOf(e.Error.Details)
+	return &ExtError{Code: codeOfReason(reason), Reason: reason, Message: cmpOr(e.Error.Message, http.StatusText(status))}
 }
 
 func cmpOr(a, b string) string {
@@ -323,6 +336,16 @@ func capnwebExt(ctx context.Context, tr *capnwebTransport, op string, params []b
 	delete(f, "contextId")
 	delete(f, "tenant")
 	build := func(main *capnweb.Stub) []*capnweb.Promise {
+		if operatorOps[op] {
+			if tenant != "" {
+				f["tenant"] = tenant
+			}
+			if id != "" {
+				f["contextId"] = id
+			}
+			o := main.Call("operator")
+			return []*capnweb.Promise{o, o.Call(strings.ToLower(op[:1])+op[1:], f)}
+		}
 		if op == "ListSessions" {
 			if tenant != "" {
 				f["tenant"] = tenant

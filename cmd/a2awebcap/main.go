@@ -57,6 +57,7 @@ Usage:
 
 ` + verbsUsage + `
 ` + sessionUsage + `
+` + operatorUsage + `
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
 an agent of the agent runtime (send it "help"; with -llm-url and -llm-model it also answers
 with that language model). The agent card is at /.well-known/agent-card.json, a browser page
@@ -85,6 +86,10 @@ func main() {
 		}
 	case "session":
 		if err = runSessionVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+			return
+		}
+	case "operator":
+		if err = runOperatorVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
 			return
 		}
 	case "-h", "--help", "help":
@@ -216,7 +221,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 
 	var exec a2asrv.AgentExecutor
 	var agentCaps binding.AgentCapabilities
-	var sessions session.Service // the runtime's sessions extension, on every binding
+	var sessions session.Service         // the runtime's sessions extension, on every binding
+	var operator binding.OperatorService // its operator extension, when there are operators
 	card := agentCard(c)
 	switch c.agent {
 	case "builtin":
@@ -231,6 +237,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		defer closeAgent()
 		exec, agentCaps = agent.Executor(h), h.CallerCapabilities
 		sessions = h.Sessions()
+		if ops := c.sessions.operatorNames(); len(ops) > 0 {
+			operator = h.Operator(ops)
+		}
 	default:
 		return fmt.Errorf("-agent: unknown agent %q (want runtime, builtin, notes or conformance)", c.agent)
 	}
@@ -315,7 +324,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	hopts := &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps, Sessions: sessions,
+		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps, Sessions: sessions, Operator: operator,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
@@ -347,7 +356,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 		gln = guard.Listen(gln)
 		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-			LoginThrottle: loginThrottle, Sessions: sessions, ServerOptions: c.limits.grpcOptions()}
+			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, ServerOptions: c.limits.grpcOptions()}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/a2awebcap/a2awebcap/agent/session"
 )
@@ -13,11 +14,14 @@ import (
 // sessionConfig is how serve configures the runtime's chat sessions (docs/sessions.md).
 type sessionConfig struct {
 	configFile, pricesFile string
+	operators              string
 }
 
 func (s *sessionConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.configFile, "session-config", envOr("A2AWEBCAP_SESSION_CONFIG", ""),
 		`with -agent runtime or notes: a JSON file configuring every chat session (A2A context): {"strategy": "coherent", "window": 4096, "interruption": "complete", "budget": {"tokens": 100000, "turns": 50, "costMicros": 500000, "wall": "3600s"}}; empty: the defaults (docs/sessions.md) (A2AWEBCAP_SESSION_CONFIG)`)
+	fs.StringVar(&s.operators, "operators", envOr("A2AWEBCAP_OPERATORS", ""),
+		"with -agent runtime or notes and authentication: comma-separated user `names` of the server's operators, who may view and change every principal's policy versions and reviews (the operator extension, docs/sessions.md); empty: nobody (A2AWEBCAP_OPERATORS)")
 	fs.StringVar(&s.pricesFile, "prices", envOr("A2AWEBCAP_PRICES", ""),
 		`with -agent runtime: a JSON file of model prices per million tokens, for sessions' cost budgets: {"gpt-4o-mini": {"input": 0.15, "output": 0.60}, "*": {...}}; empty: costs are unknown (A2AWEBCAP_PRICES)`)
 }
@@ -60,4 +64,15 @@ func (s *sessionConfig) prices() (session.Prices, error) {
 		return nil, fmt.Errorf("-prices %s: %w", s.pricesFile, err)
 	}
 	return p, nil
+}
+
+// operatorNames are the operators' user names.
+func (s *sessionConfig) operatorNames() []string {
+	var out []string
+	for _, n := range strings.Split(s.operators, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }

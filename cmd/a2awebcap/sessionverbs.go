@@ -84,37 +84,12 @@ func runSessionVerb(args []string, stdout, stderr io.Writer) error {
 	if vf.output != "text" && vf.output != "json" {
 		return fmt.Errorf("-o %q: want text or json", vf.output)
 	}
-	header, err := vf.header()
+	ctx, c, done, err := vf.connect(pos[0], stderr)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	timeout := vf.timeout
-	if timeout == 0 {
-		timeout = 2 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var verify func(*a2a.AgentCard) error
-	if vf.trust != "" {
-		if verify, err = trustedCardVerifier(vf.trust); err != nil {
-			return err
-		}
-	}
-	opts := &client.Options{Header: header, VerifyCard: verify}
-	if vf.binding != "auto" && vf.binding != "" {
-		opts.Binding = client.Binding(vf.binding)
-	}
-	c, err := client.New(ctx, pos[0], opts)
-	if err != nil {
-		return err
-	}
-	defer c.Destroy()
+	defer done()
 	out := &printer{w: stdout, json: vf.output == "json"}
-	if !out.json {
-		fmt.Fprintf(stderr, "(over %s at %s)\n", c.Binding(), c.Interface().URL)
-	}
 	s := c.Sessions()
 	ref := func() *session.Ref { return &session.Ref{Tenant: vf.tenant, ContextID: pos[1]} }
 	var res any
@@ -139,11 +114,7 @@ func runSessionVerb(args []string, stdout, stderr io.Writer) error {
 		res, err = s.Merge(ctx, &session.MergeRequest{Tenant: vf.tenant, ContextID: pos[1], From: pos[2], Mode: session.MergeMode(mode)})
 	}
 	if err != nil {
-		var ee *client.ExtError
-		if errors.As(err, &ee) && ee.Reason != "" {
-			return fmt.Errorf("%s [%s]", ee.Message, ee.Reason)
-		}
-		return err
+		return extVerbError(err)
 	}
 	if out.json {
 		return out.jsonLine(res)
@@ -209,4 +180,51 @@ func printMetrics(w io.Writer, m *session.Metrics) {
 	if m.Origin != nil {
 		fmt.Fprintf(w, "forked from session %s at turn %d\n", m.Origin.Session, m.Origin.Turn)
 	}
+}
+
+// connect connects a client to the agent at url with the verb's flags, under a context bounded
+// by -timeout (2 minutes by default) and the process's signals; done releases both.
+func (vf *verbFlags) connect(url string, stderr io.Writer) (context.Context, *client.Client, func(), error) {
+	header, err := vf.header()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	timeout := vf.timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	fail := func(err error) (context.Context, *client.Client, func(), error) {
+		cancel()
+		stop()
+		return nil, nil, nil, err
+	}
+	var verify func(*a2a.AgentCard) error
+	if vf.trust != "" {
+		if verify, err = trustedCardVerifier(vf.trust); err != nil {
+			return fail(err)
+		}
+	}
+	opts := &client.Options{Header: header, VerifyCard: verify}
+	if vf.binding != "auto" && vf.binding != "" {
+		opts.Binding = client.Binding(vf.binding)
+	}
+	c, err := client.New(ctx, url, opts)
+	if err != nil {
+		return fail(err)
+	}
+	if vf.output != "json" {
+		fmt.Fprintf(stderr, "(over %s at %s)\n", c.Binding(), c.Interface().URL)
+	}
+	return ctx, c, func() { _ = c.Destroy(); cancel(); stop() }, nil
+}
+
+// extVerbError is an extension's error for the user, with its reason.
+func extVerbError(err error) error {
+	var ee *client.ExtError
+	if errors.As(err, &ee) && ee.Reason != "" {
+		return fmt.Errorf("%s [%s]", ee.Message, ee.Reason)
+	}
+	return err
 }
