@@ -41,17 +41,22 @@ func (o *Operator) operator(ctx context.Context) (string, error) {
 	return cc.User.Name, nil
 }
 
-// instance is the handle of principal (tenant, name)'s instance, which must exist.
-func (o *Operator) instance(ctx context.Context, tenant, name string) (*Agent, error) {
+// target checks that the caller is an operator and returns its name with the handle of
+// principal (tenant, name)'s instance, which must exist.
+func (o *Operator) target(ctx context.Context, tenant, name string) (string, *Agent, error) {
+	op, err := o.operator(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	ps, err := o.h.store.Instances(ctx, o.h.def.name)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	p := Principal{Tenant: tenant, Name: name}
 	if !slices.Contains(ps, p) {
-		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("%s has no instance of %s", p, o.h.def.name))
+		return "", nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("%s has no instance of %s", p, o.h.def.name))
 	}
-	return &Agent{name: o.h.def.name, h: o.h, p: p}, nil
+	return op, &Agent{name: o.h.def.name, h: o.h, p: p}, nil
 }
 
 // metaError is err as the operator is told it.
@@ -89,10 +94,7 @@ func (o *Operator) ListInstances(ctx context.Context, tenant string) (any, error
 // GetPolicy is an instance's meta level: the version in force, every version with the proposal
 // that made it, and every review, pending or decided.
 func (o *Operator) GetPolicy(ctx context.Context, tenant, name string) (any, error) {
-	if _, err := o.operator(ctx); err != nil {
-		return nil, err
-	}
-	a, err := o.instance(ctx, tenant, name)
+	_, a, err := o.target(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +107,7 @@ func (o *Operator) GetPolicy(ctx context.Context, tenant, name string) (any, err
 
 // ApproveProposal approves review on the instance, in the operator's name (Agent.Approve).
 func (o *Operator) ApproveProposal(ctx context.Context, tenant, name, review string) (any, error) {
-	op, err := o.operator(ctx)
-	if err != nil {
-		return nil, err
-	}
-	a, err := o.instance(ctx, tenant, name)
+	op, a, err := o.target(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +120,7 @@ func (o *Operator) ApproveProposal(ctx context.Context, tenant, name, review str
 
 // RejectProposal rejects review on the instance, in the operator's name, for reason.
 func (o *Operator) RejectProposal(ctx context.Context, tenant, name, review, reason string) (any, error) {
-	op, err := o.operator(ctx)
-	if err != nil {
-		return nil, err
-	}
-	a, err := o.instance(ctx, tenant, name)
+	op, a, err := o.target(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +133,7 @@ func (o *Operator) RejectProposal(ctx context.Context, tenant, name, review, rea
 
 // RollbackPolicy returns the instance to its policy version before the current one.
 func (o *Operator) RollbackPolicy(ctx context.Context, tenant, name string) (any, error) {
-	if _, err := o.operator(ctx); err != nil {
-		return nil, err
-	}
-	a, err := o.instance(ctx, tenant, name)
+	_, a, err := o.target(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
