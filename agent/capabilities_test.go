@@ -303,3 +303,52 @@ func TestOperatorRevocation(t *testing.T) {
 		}
 	}
 }
+
+// A sub-agent holds a derived subset of its parent's capabilities: contracts inherited (here
+// read-only), revoked with the parent's.
+func TestSubagents(t *testing.T) {
+	t.Parallel()
+	cat, _, dir := notesFS(t, capability.Strategy{Kind: capability.PreApproved})
+	if err := os.WriteFile(filepath.Join(dir, "notes", "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := saver()
+	pol.Rules = slices.Insert(pol.Rules, 2,
+		agent.Rule{Name: "spawn", When: `command == "spawn"`, Action: agent.CallTool, Reason: "r",
+			Params: map[string]string{"tool": `"agents.spawn"`, "input": `"{\"name\": \"helper\", \"capabilities\": [\"" + args + "\"], \"readOnly\": true}"`}},
+		agent.Rule{Name: "delegate", When: `command == "delegate"`, Action: agent.CallTool, Reason: "r",
+			Params: map[string]string{"tool": `"agents.ask"`, "input": `"{\"name\": \"helper\", \"message\": \"" + args + "\"}"`}},
+	)
+	def := &agent.Definition{Name: "helper", Policy: pol, Capabilities: cat, Preinstall: []string{"fs", "agents"}}
+	if err := cat.Add(agent.SubagentOffer(def)); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, def, nil)
+	alice := instance(t, h, "alice")
+	if run := askTask(t, alice, "t0", "spawn loader"); !strings.HasPrefix(run.Reply, "bad-arguments: ") {
+		t.Errorf("lending the loader: %q", run.Reply)
+	}
+	if run := askTask(t, alice, "t1", "spawn fs"); !strings.HasPrefix(run.Reply, `done: {"capabilities":["fs"],"name":"helper"}`) {
+		t.Fatalf("spawn: %q", run.Reply)
+	}
+	if run := askTask(t, alice, "t2", "delegate read notes/a.txt"); !strings.Contains(run.Reply, `alpha`) {
+		t.Errorf("the child reads: %q", run.Reply)
+	}
+	if run := askTask(t, alice, "t3", "delegate save notes/b.txt"); !strings.Contains(run.Reply, "refused: capability: outside the contract: writes file:notes/b.txt") {
+		t.Errorf("the child writes, read-only: %q", run.Reply)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes", "b.txt")); err == nil {
+		t.Error("the read-only child wrote")
+	}
+	askTask(t, alice, "t4", "/capability uninstall fs")
+	if run := askTask(t, alice, "t5", "delegate read notes/a.txt"); !strings.Contains(run.Reply, "revoked: capability: revoked") {
+		t.Errorf("after the parent let go of fs: %q", run.Reply)
+	}
+	askTask(t, alice, "t6", "/capability uninstall agents")
+	if run := askTask(t, alice, "t7", "/capability install agents"); !strings.HasPrefix(run.Reply, "Installed agents") {
+		t.Fatalf("reinstall: %q", run.Reply)
+	}
+	if run := askTask(t, alice, "t8", "delegate read notes/a.txt"); !strings.Contains(run.Reply, "no child named helper") {
+		t.Errorf("the child outlived its parent's agents capability: %q", run.Reply)
+	}
+}

@@ -34,7 +34,7 @@ type capabilityConfig struct {
 
 func (c *capabilityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.offer, "capabilities", envOr("A2AWEBCAP_CAPABILITIES", "self"),
-		"with -agent runtime or notes: the capabilities every principal's agent may install through its loader, comma-separated: self (its read-only view of itself), fs (files under -fs-root), fetch (HTTP to -fetch-allow URLs), and the packages in -capability-packages; empty: none (A2AWEBCAP_CAPABILITIES)")
+		"with -agent runtime or notes: the capabilities every principal's agent may install through its loader, comma-separated: self (its read-only view of itself), fs (files under -fs-root), fetch (HTTP to -fetch-allow URLs), agents (child agents holding some of its capabilities), and the packages in -capability-packages; empty: none (A2AWEBCAP_CAPABILITIES)")
 	fs.StringVar(&c.preinstall, "capability-preinstall", envOr("A2AWEBCAP_CAPABILITY_PREINSTALL", ""),
 		"capabilities of -capabilities that every new agent instance holds from the start, comma-separated; empty: none, the loader only (A2AWEBCAP_CAPABILITY_PREINSTALL)")
 	fs.StringVar(&c.strategies, "capability-strategy", envOr("A2AWEBCAP_CAPABILITY_STRATEGY", ""),
@@ -68,8 +68,8 @@ func list(s string) []string {
 	return out
 }
 
-// catalog builds the catalog of the flags, and the names to preinstall.
-func (c *capabilityConfig) catalog(ctx context.Context) (*capability.Catalog, []string, error) {
+// catalog builds the catalog of the flags for def, and the names to preinstall.
+func (c *capabilityConfig) catalog(ctx context.Context, def *agent.Definition) (*capability.Catalog, []string, error) {
 	defaults := map[string]capability.Strategy{}
 	for _, kv := range list(c.strategies) {
 		name, v, ok := strings.Cut(kv, "=")
@@ -90,6 +90,9 @@ func (c *capabilityConfig) catalog(ctx context.Context) (*capability.Catalog, []
 	cat := capability.NewCatalog()
 	for _, name := range list(c.offer) {
 		o, err := c.builtin(name, offers)
+		if name == "agents" {
+			o, err = agent.SubagentOffer(def), nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -137,7 +140,7 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 	if o, ok := packages[name]; ok {
 		return o, nil
 	}
-	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch; or a package in -capability-packages)", name)
+	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, agents; or a package in -capability-packages)", name)
 }
 
 // fsOffer offers the file system under -fs-root: a directory of its own for each principal,
@@ -254,7 +257,7 @@ func cmpOrNone(s string) string {
 
 // apply gives def the flags' catalog.
 func (c *capabilityConfig) apply(ctx context.Context, def *agent.Definition) error {
-	cat, pre, err := c.catalog(ctx)
+	cat, pre, err := c.catalog(ctx, def)
 	if err != nil {
 		return err
 	}

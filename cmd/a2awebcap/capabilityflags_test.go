@@ -43,16 +43,16 @@ func TestCapabilityFlags(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parseServe(%q) = %v", args, err)
 		}
-		if _, _, err := c.caps.catalog(t.Context()); err == nil {
+		if _, _, err := c.caps.catalog(t.Context(), &agent.Definition{Name: "x"}); err == nil {
 			t.Errorf("%q: accepted", args)
 		}
 	}
-	c, err := parseServe([]string{"-capabilities", "self,fs,fetch", "-fs-root", root, "-fs-writes", "file:notes/*",
+	c, err := parseServe([]string{"-capabilities", "self,fs,fetch,agents", "-fs-root", root, "-fs-writes", "file:notes/*",
 		"-fetch-allow", "https://api.example.com/*", "-capability-strategy", "fs=call-by-call,fetch=budget:calls=5", "-capability-preinstall", "self"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, pre, err := c.caps.catalog(t.Context())
+	cat, pre, err := c.caps.catalog(t.Context(), &agent.Definition{Name: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestCapabilityFlags(t *testing.T) {
 		}
 		got = append(got, o.Manifest.Name+" "+st+" "+o.Manifest.Contract.String())
 	}
-	want := []string{"fetch budget:calls=5 network https://api.example.com/*", "fs call-by-call reads file:*; writes file:notes/*",
+	want := []string{"agents recommended contract spawns agents or capabilities", "fetch budget:calls=5 network https://api.example.com/*", "fs call-by-call reads file:*; writes file:notes/*",
 		"self recommended pre-approved reads self:memory, self:policy, self:capabilities"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(pre) != 1 || pre[0] != "self" {
 		t.Errorf("catalog:\n%s\nwant:\n%s\npreinstall %q", strings.Join(got, "\n"), strings.Join(want, "\n"), pre)
@@ -152,7 +152,7 @@ func TestSignCapability(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := capabilityConfig{offer: "greet", packages: pkgs, keys: keysFile}
-	if _, _, err := cfg.catalog(t.Context()); err == nil || !strings.Contains(err.Error(), `no "test" runtime`) {
+	if _, _, err := cfg.catalog(t.Context(), nil); err == nil || !strings.Contains(err.Error(), `no "test" runtime`) {
 		t.Errorf("a package without its runtime: %v", err)
 	}
 	packageRuntimes["test"] = func(_ context.Context, p *capability.Package, _ capability.Env) (*capability.Capability, error) {
@@ -160,7 +160,7 @@ func TestSignCapability(t *testing.T) {
 			capability.Funcs{"hello": func(context.Context, *capability.Call) (any, error) { return string(p.Source()), nil }})
 	}
 	t.Cleanup(func() { delete(packageRuntimes, "test") })
-	cat, _, err := cfg.catalog(t.Context())
+	cat, _, err := cfg.catalog(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestSignCapability(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pkg, "greet.src"), []byte("pwned"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := cfg.catalog(t.Context()); !errors.Is(err, capability.ErrSignature) {
+	if _, _, err := cfg.catalog(t.Context(), nil); !errors.Is(err, capability.ErrSignature) {
 		t.Errorf("a tampered package: %v, want ErrSignature", err)
 	}
 	if err := signCapability([]string{pkg}); err == nil {
