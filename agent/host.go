@@ -44,8 +44,8 @@ type Definition struct {
 	// start, under the operator's default strategy; nil means none (deny by default).
 	Preinstall []string
 	// Audit keeps the capability records of every instance (readable by each principal, its
-	// own, and by the operator, all); nil means an in-memory log of the host (the last 1000
-	// records of each principal).
+	// own, and by the operator, all); nil means the store's when it keeps them (the memory
+	// store, agent/sqlitestore and agent/pgstore do: Audit(name)), else an in-memory log.
 	Audit capability.Audit
 	// Knowledge is what the operator wants every instance to know: a read-only layer, visible
 	// in recall and in a model's working context as beliefs from the source "operator" (IDs
@@ -254,6 +254,9 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 	}
 	h := &Host{def: d, store: o.Store, opts: o, live: map[Principal]*hostEntry{}, tasks: map[string]*turn{},
 		quit: make(chan struct{}), done: make(chan struct{}), audit: def.Audit, pool: gopool.New(time.Second)}
+	if as, ok := o.Store.(auditStore); ok && h.audit == nil {
+		h.audit = as.Audit(d.name)
+	}
 	if h.audit == nil {
 		h.audit = capability.NewMemoryAudit(0)
 	}

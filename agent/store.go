@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
@@ -214,7 +215,9 @@ func NewMemoryStore() Store {
 }
 
 type memStore struct {
-	mu    sync.Mutex // guards all fields and every memInstance
+	audits sync.Map // agent name -> *capability.MemoryAudit
+
+	mu    sync.Mutex // guards the fields below and every memInstance
 	inst  map[Key]*memInstance
 	order []Key // instances in the order first committed
 	seq   int64 // commit counter, orders turn records across instances
@@ -490,4 +493,17 @@ func (r TurnRecord) clone() TurnRecord {
 		r.Detail = &d
 	}
 	return r
+}
+
+// Audit returns the capability audit log of the definition agentName's instances: the last
+// 1000 records of each principal, in memory.
+func (s *memStore) Audit(agentName string) capability.Audit {
+	a, _ := s.audits.LoadOrStore(agentName, capability.NewMemoryAudit(0))
+	return a.(*capability.MemoryAudit)
+}
+
+// auditStore is a Store that keeps audit logs too: a Host whose definition names no Audit
+// uses its store's.
+type auditStore interface {
+	Audit(agentName string) capability.Audit
 }

@@ -14,11 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // migrations[i] takes the agent tables from version i to i+1. Append only.
@@ -103,6 +105,17 @@ CREATE TABLE agent_terms (
 	seq  bigint NOT NULL,
 	PRIMARY KEY (inst, term, seq)
 );
+`,
+	// 4: the capability audit log (agent/capability records, per agent and principal).
+	`
+CREATE TABLE agent_audit (
+	seq        bigserial PRIMARY KEY,
+	agent      text NOT NULL,
+	principal  text NOT NULL,
+	capability text NOT NULL,
+	record     json NOT NULL
+);
+CREATE INDEX agent_audit_principal ON agent_audit (agent, principal, seq);
 `,
 }
 
@@ -556,4 +569,53 @@ func jsonOf(v any) string {
 		panic(fmt.Sprintf("pgstore: encoding %T: %v", v, err)) // the agent's types always encode
 	}
 	return string(data)
+}
+
+// Audit returns the capability audit log of the instances of the definition agentName, kept in
+// the database (table agent_audit): what agent.Host uses when its definition names none.
+func (s *Store) Audit(agentName string) capability.Audit {
+	return &audit{pool: s.pool, agent: agentName}
+}
+
+type audit struct {
+	pool  *pgxpool.Pool
+	agent string
+}
+
+func (a *audit) Append(ctx context.Context, r capability.Record) error {
+	r.Seq = 0
+	if _, err := a.pool.Exec(ctx, `INSERT INTO agent_audit (agent, principal, capability, record) VALUES ($1, $2, $3, $4)`,
+		a.agent, r.Principal, r.Capability, jsonOf(r)); err != nil {
+		return fmt.Errorf("pgstore: audit: %w", err)
+	}
+	return nil
+}
+
+func (a *audit) Records(ctx context.Context, q capability.AuditQuery) ([]capability.Record, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := a.pool.Query(ctx, `SELECT seq, record FROM agent_audit
+		WHERE agent = $1 AND ($2 OR principal = $3) AND ($4 = '' OR capability = $4) AND seq > $5
+		ORDER BY seq DESC LIMIT $6`, a.agent, q.All, q.Principal, q.Capability, q.After, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: audit: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (capability.Record, error) {
+		var seq int64
+		var data []byte
+		if err := row.Scan(&seq, &data); err != nil {
+			return capability.Record{}, err
+		}
+		var r capability.Record
+		err := json.Unmarshal(data, &r)
+		r.Seq = seq
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: audit: %w", err)
+	}
+	slices.Reverse(out)
+	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 )
 
 // migrations[i] takes the agent tables from version i to i+1; append only.
@@ -201,6 +203,17 @@ CREATE TABLE agent_terms (
 	seq  INTEGER NOT NULL,
 	PRIMARY KEY (inst, term, seq)
 ) STRICT, WITHOUT ROWID;
+`,
+	// 9: the capability audit log (agent/capability records, per agent and principal).
+	`
+CREATE TABLE agent_audit (
+	seq        INTEGER PRIMARY KEY,
+	agent      TEXT    NOT NULL,
+	principal  TEXT    NOT NULL,
+	capability TEXT    NOT NULL,
+	record     BLOB    NOT NULL
+) STRICT;
+CREATE INDEX agent_audit_principal ON agent_audit (agent, principal, seq);
 `,
 }
 
@@ -650,4 +663,50 @@ func query[T any](ctx context.Context, db querier, q string, args ...any) ([]T, 
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	return out, nil
+}
+
+// Audit returns the capability audit log of the instances of the definition agentName, kept in
+// the database (table agent_audit): what agent.Host uses when its definition names none.
+func (s *Store) Audit(agentName string) capability.Audit { return &audit{db: s.db, agent: agentName} }
+
+type audit struct {
+	db    *sql.DB
+	agent string
+}
+
+func (a *audit) Append(ctx context.Context, r capability.Record) error {
+	r.Seq = 0
+	_, err := a.db.ExecContext(ctx, `INSERT INTO agent_audit (agent, principal, capability, record) VALUES (?, ?, ?, ?)`,
+		a.agent, r.Principal, r.Capability, mustJSON(r))
+	return wrap("audit", err)
+}
+
+func (a *audit) Records(ctx context.Context, q capability.AuditQuery) ([]capability.Record, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := a.db.QueryContext(ctx, `SELECT seq, record FROM agent_audit
+		WHERE agent = ? AND (? OR principal = ?) AND (? = '' OR capability = ?) AND seq > ?
+		ORDER BY seq DESC LIMIT ?`, a.agent, q.All, q.Principal, q.Capability, q.Capability, q.After, limit)
+	if err != nil {
+		return nil, wrap("audit", err)
+	}
+	defer rows.Close()
+	var out []capability.Record
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, wrap("audit", err)
+		}
+		var r capability.Record
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, wrap("audit", err)
+		}
+		r.Seq = seq
+		out = append(out, r)
+	}
+	slices.Reverse(out)
+	return out, wrap("audit", rows.Err())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
@@ -248,6 +249,57 @@ func Run(t *testing.T, open func(t *testing.T) agent.Store) {
 		}
 		if got := load(t, s, bob).Capabilities; got != nil {
 			t.Errorf("bob's Capabilities = %s, want none", got)
+		}
+	})
+	t.Run("AuditLogsArePerAgentAndPrincipal", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		as, ok := s.(interface{ Audit(string) capability.Audit })
+		if !ok {
+			t.Skip("this store keeps no audit log")
+		}
+		a, other := as.Audit("a"), as.Audit("b")
+		ctx := t.Context()
+		add := func(au capability.Audit, principal, cap string, out capability.Outcome) {
+			t.Helper()
+			if err := au.Append(ctx, capability.Record{Time: at, Principal: principal, Capability: cap, Method: "m", Outcome: out,
+				Accessed: []string{"reads file:x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add(a, "alice", "fs", capability.OutcomeOK)
+		add(a, "bob", "fs", capability.OutcomeRefused)
+		add(a, "alice", "fetch", capability.OutcomeDenied)
+		add(other, "alice", "fs", capability.OutcomeOK)
+		add(a, "alice", "fs", capability.OutcomeExhausted)
+		outcomes := func(rs []capability.Record) string {
+			var s []string
+			for _, r := range rs {
+				s = append(s, r.Principal+" "+r.Capability+" "+string(r.Outcome))
+			}
+			return strings.Join(s, "; ")
+		}
+		got, err := a.Records(ctx, capability.AuditQuery{Principal: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "alice fs ok; alice fetch denied; alice fs exhausted"; outcomes(got) != want {
+			t.Errorf("alice's records: %s, want %s", outcomes(got), want)
+		}
+		if got[0].Seq >= got[1].Seq || got[0].Seq == 0 || got[0].Accessed[0] != "reads file:x" || !got[0].Time.Equal(at) {
+			t.Errorf("records %+v", got)
+		}
+		all, _ := a.Records(ctx, capability.AuditQuery{All: true, Principal: "ignored"})
+		if want := "alice fs ok; bob fs refused; alice fetch denied; alice fs exhausted"; outcomes(all) != want {
+			t.Errorf("every record of a: %s, want %s", outcomes(all), want)
+		}
+		fs, _ := a.Records(ctx, capability.AuditQuery{Principal: "alice", Capability: "fs", After: got[0].Seq})
+		if want := "alice fs exhausted"; outcomes(fs) != want {
+			t.Errorf("alice's fs records after the first: %s, want %s", outcomes(fs), want)
+		}
+		last, _ := a.Records(ctx, capability.AuditQuery{All: true, Limit: 2})
+		if want := "alice fetch denied; alice fs exhausted"; outcomes(last) != want {
+			t.Errorf("the last 2: %s, want %s", outcomes(last), want)
 		}
 	})
 	t.Run("TurnRecordsAndSessions", func(t *testing.T) {
