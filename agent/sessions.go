@@ -429,7 +429,7 @@ func (m *mind) sessionContext(ctx context.Context, o Observation, prompt string)
 	if err != nil {
 		return nil, err
 	}
-	if p, ok := s.Plan(sys); ok && m.model != nil {
+	if p, ok := s.Plan(sys); ok && m.model != nil && s.Last() >= t.slot.summarizeAfter {
 		t.summarize(ctx, p)
 	}
 	w, err := s.PrepareWith(sys, session.User(prompt))
@@ -443,6 +443,10 @@ func (m *mind) sessionContext(ctx context.Context, o Observation, prompt string)
 	}
 	return msgs, nil
 }
+
+// summaryBackoff is how many turns a session waits before it asks the model for a summary
+// again, after one was refused or failed.
+const summaryBackoff = 3
 
 // summarize makes the summary p asks for with the model, as an effect of t (the instance goes on
 // meanwhile), and installs it in t's session: the session checks it again, charges what it
@@ -472,6 +476,7 @@ func (t *turn) summarize(ctx context.Context, p *session.Plan) {
 		return nil
 	})
 	if sum == nil {
+		t.slot.summarizeAfter = t.slot.s.Last() + summaryBackoff
 		t.out.push(Entry{Kind: EntryThought, Text: "summarizing the conversation failed: " + cerr.Error()})
 		return
 	}
@@ -481,6 +486,8 @@ func (t *turn) summarize(ctx context.Context, p *session.Plan) {
 		t.notes = append(t.notes, Entry{Kind: EntrySession, Rule: "warning", Text: w.Text})
 	}
 	if err != nil {
+		// Not again before a few more turns: a model that keeps losing facts is not asked twice a turn.
+		t.slot.summarizeAfter = t.slot.s.Last() + summaryBackoff
 		t.out.push(Entry{Kind: EntryThought, Text: "the conversation's summary was refused: " + err.Error()})
 		return
 	}

@@ -448,3 +448,85 @@ func TestSessionServiceNumbersAndStores(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// summarizer is a model that writes summaries when asked for one (keeping the facts it is told
+// to keep, unless lossy) and answers anything else.
+type summarizer struct {
+	mu        sync.Mutex
+	lossy     bool
+	summaries int
+	last      []agent.ChatMessage
+}
+
+func (m *summarizer) Complete(_ context.Context, msgs []agent.ChatMessage, _ []agent.ToolSpec, _ func(string)) (agent.ChatMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if strings.HasPrefix(msgs[0].Content, "You write the running summary") {
+		m.summaries++
+		text := "The user planned a trip."
+		if !m.lossy {
+			for _, line := range strings.Split(msgs[0].Content, "\n- ")[1:] {
+				text += " " + strings.SplitN(line, "\n", 2)[0] + "."
+			}
+		}
+		return agent.ChatMessage{Role: "assistant", Content: text, Usage: &agent.Usage{InputTokens: 50, OutputTokens: 10}}, nil
+	}
+	m.last = msgs
+	return agent.ChatMessage{Role: "assistant", Content: "Fine. " + strings.Repeat("More words to fill the window. ", 3),
+		Usage: &agent.Usage{InputTokens: 30, OutputTokens: 20}}, nil
+}
+
+// A summarizing session asks the model for a summary when its context passes the high-water
+// mark, and the next consults get it in the system message; under the coherent strategy a
+// summary that lost a fact is refused, and the fact stays in the context (the facts list).
+func TestSessionSummaries(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		strategy session.Strategy
+		lossy    bool
+	}{{session.Summarize, false}, {session.Coherent, false}, {session.Coherent, true}} {
+		t.Run(fmt.Sprintf("%s lossy=%v", tc.strategy, tc.lossy), func(t *testing.T) {
+			t.Parallel()
+			model := &summarizer{lossy: tc.lossy}
+			h := newHost(t, &agent.Definition{Name: "helper", Policy: consulting(), Model: model,
+				Sessions: session.Config{Strategy: tc.strategy, Window: 600}}, nil)
+			a := instance(t, h, "alice")
+			ask(t, a, "trip", "remember the hotel is Alfama") // a belief: a fact of the session
+			for i := range 12 {
+				ask(t, a, "trip", fmt.Sprintf("tell me about day %d of the trip in Lisbon", i+1))
+			}
+			m, err := h.Sessions().GetSessionMetrics(callAs(t, "alice"), &session.Ref{Tenant: "acme", ContextID: "trip"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			model.mu.Lock()
+			n, sys := model.summaries, model.last[0].Content
+			model.mu.Unlock()
+			if n == 0 {
+				t.Fatal("no summary was asked for")
+			}
+			t.Logf("%d summaries asked for; in use: %+v; %d tokens in", n, m.Summary, m.Used.In)
+			if tc.lossy {
+				if n > 6 { // 2 attempts each time, and 3 turns between times: 12 turns past the mark
+					t.Errorf("%d summaries asked for: a refused summary is not asked for again at once", n)
+				}
+				if m.Summary != nil {
+					t.Errorf("a summary that lost the hotel was installed: %+v", m.Summary)
+				}
+				if !strings.Contains(sys, "hotel is Alfama") {
+					t.Errorf("the fact left the context:\n%s", sys)
+				}
+				return
+			}
+			if m.Summary == nil || !strings.Contains(sys, "Summary of the conversation so far") {
+				t.Errorf("no summary in use: metrics %+v\n%s", m.Summary, sys)
+			}
+			if n > 4 {
+				t.Errorf("%d summaries in 13 turns: the hysteresis should space them", n)
+			}
+			if m.Used.In <= 13*30 {
+				t.Errorf("tokens in %d: the summaries were not charged", m.Used.In)
+			}
+		})
+	}
+}

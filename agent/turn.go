@@ -136,6 +136,8 @@ type sessionSlot struct {
 	running *turn // the turn holding the slot
 	// nextStart is the turn the session started as the last one ended, for nextSessionTurn.
 	nextStart *session.Decision
+	// summarizeAfter is the turn before which no summary is asked for (after a refused one).
+	summarizeAfter int
 }
 
 // start admits a turn for ev on a's instance, or gives ev to the turn of its task that waits
