@@ -16,6 +16,12 @@
 // deliveries with ClaimDeliveries, which leases them so that several processes never send the
 // same one at once, and ends each with CompleteDelivery or RetryDelivery.
 //
+// When several replicas of the server share a store (PostgreSQL), the replica that runs a task
+// holds a lease on it (Task.Lease): set with the write that starts or resumes the run, renewed
+// while it runs (RenewLeases), released on a graceful hand-over (ReleaseLeases). Once a lease has
+// expired, another replica takes the task over (ClaimExpired), which counts as a write: the
+// previous holder's next Update is ErrConflict, so it can do nothing more to the task.
+//
 // Tasks, events and push configs are stored as their JSON (events as a2a.StreamResponse), so
 // what comes back is what encoding/json gives back: nil and empty slices or maps are not told
 // apart, and numbers inside Metadata or data parts come back as float64.
@@ -107,6 +113,22 @@ type Task struct {
 	// them: a config sent with the message that creates a task misses none of its events.
 	// Update ignores it; reads leave it nil.
 	PushConfigs []*a2a.PushConfig
+
+	// Lease is the task's lease: which replica runs it, until when (see Leases). Reads fill
+	// it in; the zero Lease is none. Create and Update give the task to Lease.Holder for
+	// LeaseTTL from now (the store's clock) when LeaseTTL is positive and Lease.Holder is not
+	// empty; otherwise Create stores no lease and Update leaves the lease as it is. Lease.Until
+	// is ignored by both.
+	Lease    Lease
+	LeaseTTL time.Duration
+}
+
+// Lease is a replica's claim to run a task, in a cluster of replicas sharing a store: the
+// replica that runs a task holds its lease and renews it while the task runs; once it has
+// expired, another replica may take the task over (ClaimExpired).
+type Lease struct {
+	Holder string    // the replica's name; "" when none holds it
+	Until  time.Time // when it expires unless renewed, by the store's clock (UTC, µs)
 }
 
 // Event is one entry of a task's event log.
@@ -242,6 +264,26 @@ type Store interface {
 	// RetryDelivery releases a claimed delivery to be due again after delay. Errors as for
 	// CompleteDelivery.
 	RetryDelivery(ctx context.Context, d *Delivery, delay time.Duration) error
+
+	// Leases: who runs a task, when several replicas share the store (see Lease). Each is
+	// one step, also against other processes on the store.
+
+	// RenewLeases extends holder's leases on the tasks ids to ttl from now (ttl must be
+	// positive, else ErrInvalid). It returns the IDs among ids whose lease holder does not
+	// hold — taken over by another replica, released, or no such task — in the order given;
+	// it renews none of those.
+	RenewLeases(ctx context.Context, holder string, ids []a2a.TaskID, ttl time.Duration) (lost []a2a.TaskID, err error)
+	// ClaimExpired takes over, for holder and ttl, up to limit tasks of any owner that are
+	// active (as Active returns them) and whose lease has expired or that have none: each
+	// claimed task's Version is incremented (so that its previous holder's next Update is
+	// ErrConflict) and its Lease set. It returns them as Get would, oldest (by Created)
+	// first. Concurrent claims never take the same task for one expiry. holder must not be
+	// empty, ttl and limit must be positive (else ErrInvalid).
+	ClaimExpired(ctx context.Context, holder string, ttl time.Duration, limit int) ([]*Task, error)
+	// ReleaseLeases ends holder's leases on the tasks ids now, so that the next ClaimExpired
+	// takes them (a graceful hand-over). Leases holder does not hold, and unknown IDs, are
+	// left alone.
+	ReleaseLeases(ctx context.Context, holder string, ids []a2a.TaskID) error
 
 	// LoadOrStore returns the value stored under name, storing value first if there is none
 	// (atomically: concurrent callers, also of other processes, get the same value). For the

@@ -39,6 +39,7 @@ type record struct {
 	events    []event
 	push      map[string][]byte // push config ID -> JSON of a2a.PushConfig
 	dests     map[string]string // push config ID -> its codec.Destination
+	lease     store.Lease
 }
 
 // setPush stores a push config's JSON and destination.
@@ -96,6 +97,7 @@ func (r *record) toTask() (*store.Task, error) {
 		LastSeq: r.lastSeq(),
 		Created: r.created,
 		Updated: r.updated,
+		Lease:   r.lease,
 	}, nil
 }
 
@@ -148,6 +150,9 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 		updated:   now,
 		task:      data,
 	}
+	if codec.Leasing(t) {
+		r.lease = store.Lease{Holder: t.Lease.Holder, Until: codec.LeaseEnd(now, t.LeaseTTL)}
+	}
 	r.append(encoded, now)
 	for i, id := range cfgIDs {
 		r.setPush(id, cfgs[i], t.PushConfigs[i].URL)
@@ -155,6 +160,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	s.enqueueLocked(t.Task.ID, r, 1, now)
 	s.tasks[t.Task.ID] = r
 	t.Version, t.LastSeq, t.Created, t.Updated = 1, r.lastSeq(), now, now
+	t.Lease = r.lease
 	return nil
 }
 
@@ -180,10 +186,13 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 	r.contextID, r.state, r.task = t.Task.ContextID, t.Task.Status.State, data
 	r.version++
 	r.updated = now
+	if codec.Leasing(t) {
+		r.lease = store.Lease{Holder: t.Lease.Holder, Until: codec.LeaseEnd(now, t.LeaseTTL)}
+	}
 	first := r.lastSeq() + 1
 	r.append(encoded, now)
 	s.enqueueLocked(t.Task.ID, r, first, now)
-	t.Version, t.LastSeq, t.Updated = r.version, r.lastSeq(), now
+	t.Version, t.LastSeq, t.Updated, t.Lease = r.version, r.lastSeq(), now, r.lease
 	return nil
 }
 

@@ -117,18 +117,22 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	for i := range dests {
 		dests[i] = codec.Destination(t.PushConfigs[i].URL)
 	}
+	holder, ttl := leaseArgs(t)
 	// One statement, so one transaction: the task, its events, its push configs and their
 	// deliveries, or nothing.
 	var (
 		created time.Time
 		n       int
+		until   *time.Time
 	)
 	err = s.pool.QueryRow(ctx, `
 		WITH t AS (
-			INSERT INTO tasks (id, tenant, principal, context_id, state, version, last_seq, created, updated, task)
-			VALUES ($1, $2, $3, $4, $5, 1, $6::bigint, statement_timestamp(), statement_timestamp(), $7)
+			INSERT INTO tasks (id, tenant, principal, context_id, state, version, last_seq, created, updated, task,
+				lease_holder, lease_until)
+			VALUES ($1, $2, $3, $4, $5, 1, $6::bigint, statement_timestamp(), statement_timestamp(), $7,
+				$12, CASE WHEN $13::bigint > 0 THEN statement_timestamp() + $13::bigint * interval '1 microsecond' END)
 			ON CONFLICT (id) DO NOTHING
-			RETURNING id, created
+			RETURNING id, created, lease_until
 		), e AS (
 			INSERT INTO events (task_id, seq, time, event)
 			SELECT t.id, x.ord, t.created, x.ev FROM t, unnest($8::json[]) WITH ORDINALITY AS x (ev, ord)
@@ -141,9 +145,9 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 			INSERT INTO outbox (task_id, config_id, seq, due, tenant, principal, dest)
 			SELECT p.task_id, p.id, x.ord, t.created, $2, $3, p.dest FROM t JOIN p ON p.task_id = t.id, generate_series(1, $6::bigint) AS x (ord)
 		)
-		SELECT count(*), coalesce(max(created), statement_timestamp()) FROM t`,
+		SELECT count(*), coalesce(max(created), statement_timestamp()), max(lease_until) FROM t`,
 		string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),
-		len(encoded), data, encoded, cfgIDs, cfgs, dests).Scan(&n, &created)
+		len(encoded), data, encoded, cfgIDs, cfgs, dests, holder, ttl).Scan(&n, &created, &until)
 	if err != nil {
 		return fmt.Errorf("postgres: create task %s: %w", t.Task.ID, err)
 	}
@@ -152,6 +156,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	}
 	created = created.UTC()
 	t.Version, t.LastSeq, t.Created, t.Updated = 1, int64(len(encoded)), created, created
+	t.Lease = leaseOf(holder, until)
 	return nil
 }
 
@@ -166,16 +171,20 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 	}
 	// One statement, so one transaction: the new task row and its events, or nothing. The
 	// version in the WHERE clause is the optimistic lock.
+	holder, ttl := leaseArgs(t)
 	var (
 		lastSeq int64
 		updated time.Time
+		until   *time.Time
 	)
 	err = s.pool.QueryRow(ctx, `
 		WITH u AS (
 			UPDATE tasks SET context_id = $4, state = $5, task = $6, version = version + 1,
-				last_seq = last_seq + $7::bigint, updated = statement_timestamp()
+				last_seq = last_seq + $7::bigint, updated = statement_timestamp(),
+				lease_holder = CASE WHEN $11::bigint > 0 THEN $10 ELSE lease_holder END,
+				lease_until = CASE WHEN $11::bigint > 0 THEN statement_timestamp() + $11::bigint * interval '1 microsecond' ELSE lease_until END
 			WHERE id = $1 AND tenant = $2 AND principal = $3 AND version = $8
-			RETURNING id, last_seq, updated
+			RETURNING id, last_seq, updated, lease_holder, lease_until
 		), e AS (
 			INSERT INTO events (task_id, seq, time, event)
 			SELECT u.id, u.last_seq - $7::bigint + x.ord, u.updated, x.ev
@@ -185,9 +194,9 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 			SELECT p.task_id, p.id, u.last_seq - $7::bigint + x.ord, u.updated, $2, $3, p.dest
 			FROM u JOIN push_configs p ON p.task_id = u.id, generate_series(1, $7::bigint) AS x (ord)
 		)
-		SELECT last_seq, updated FROM u`,
+		SELECT last_seq, updated, lease_holder, lease_until FROM u`,
 		string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),
-		data, len(encoded), t.Version, encoded).Scan(&lastSeq, &updated)
+		data, len(encoded), t.Version, encoded, holder, ttl).Scan(&lastSeq, &updated, &holder, &until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Tasks are never deleted nor change owner, so this answer is still right.
 		ok, err := s.owned(ctx, t.Owner, t.Task.ID)
@@ -203,19 +212,22 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 		return fmt.Errorf("postgres: update task %s: %w", t.Task.ID, err)
 	}
 	t.Version++
-	t.LastSeq, t.Updated = lastSeq, updated.UTC()
+	t.LastSeq, t.Updated, t.Lease = lastSeq, updated.UTC(), leaseOf(holder, until)
 	return nil
 }
 
-const taskColumns = `id, tenant, principal, version, last_seq, created, updated, task`
+const taskColumns = `id, tenant, principal, version, last_seq, created, updated, task, lease_holder, lease_until`
 
 func scanTask(row pgx.Row, extra ...any) (*store.Task, error) {
 	var (
-		t    store.Task
-		id   string
-		data []byte
+		t      store.Task
+		id     string
+		data   []byte
+		holder string
+		until  *time.Time
 	)
-	dest := append([]any{&id, &t.Owner.Tenant, &t.Owner.Principal, &t.Version, &t.LastSeq, &t.Created, &t.Updated, &data}, extra...)
+	dest := append([]any{&id, &t.Owner.Tenant, &t.Owner.Principal, &t.Version, &t.LastSeq, &t.Created, &t.Updated, &data,
+		&holder, &until}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -223,7 +235,7 @@ func scanTask(row pgx.Row, extra ...any) (*store.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
-	t.Task, t.Created, t.Updated = task, t.Created.UTC(), t.Updated.UTC()
+	t.Task, t.Created, t.Updated, t.Lease = task, t.Created.UTC(), t.Updated.UTC(), leaseOf(holder, until)
 	return &t, nil
 }
 

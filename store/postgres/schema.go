@@ -102,6 +102,11 @@ DROP INDEX outbox_due;
 CREATE INDEX outbox_claim ON outbox (due, seq) INCLUDE (lease, tenant, principal, dest);
 CREATE INDEX outbox_leased ON outbox (lease) INCLUDE (tenant, principal, dest) WHERE lease > '-infinity';
 `,
+	// 4: task leases, for replicas: the replica running a task and when its lease expires
+	// (NULL with no lease). ClaimExpired scans the active tasks (index tasks_active).
+	`
+ALTER TABLE tasks ADD COLUMN lease_holder text NOT NULL DEFAULT '', ADD COLUMN lease_until timestamptz;
+`,
 }
 
 // backfills[v], if set, runs in the migration's transaction right after migrations[v-1]:

@@ -82,6 +82,14 @@ DROP INDEX outbox_due;
 CREATE INDEX outbox_claim ON outbox (due, seq, lease, tenant, principal, dest);
 CREATE INDEX outbox_leased ON outbox (lease, tenant, principal, dest) WHERE lease > 0;
 `,
+	// 4: task leases, for replicas sharing the file: the replica running a task and when its
+	// lease expires (Unix microseconds; 0 with no lease). ClaimExpired looks for active tasks
+	// by expiry.
+	`
+ALTER TABLE tasks ADD COLUMN lease_holder TEXT NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX tasks_active_lease ON tasks (lease_until, created, id) WHERE state NOT IN (` + inactiveStates + `);
+`,
 }
 
 // backfills[v], if set, runs in the migration's transaction right after migrations[v-1]:

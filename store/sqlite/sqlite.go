@@ -209,14 +209,15 @@ func (s *Store) prepare(ctx context.Context) error {
 		sql  string
 	}{
 		{&s.insTask, `
-			INSERT INTO tasks (id, tenant, principal, context_id, state, version, last_seq, created, updated, task)
-			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+			INSERT INTO tasks (id, tenant, principal, context_id, state, version, last_seq, created, updated, task, lease_holder, lease_until)
+			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`},
 		{&s.updTask, `
 			UPDATE tasks SET context_id = ?, state = ?, task = ?, version = version + 1,
-				last_seq = last_seq + ?, updated = ?
+				last_seq = last_seq + ?, updated = ?,
+				lease_holder = coalesce(?, lease_holder), lease_until = coalesce(?, lease_until)
 			WHERE id = ? AND tenant = ? AND principal = ? AND version = ?
-			RETURNING last_seq`},
+			RETURNING last_seq, lease_holder, lease_until`},
 		{&s.insEvent, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)`},
 		{&s.insEvents, `INSERT INTO events (task_id, seq, time, event) VALUES (?, ?, ?, ?)` +
 			strings.Repeat(`, (?, ?, ?, ?)`, eventsPerInsert-1)},
@@ -439,13 +440,20 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return err
 	}
-	var now time.Time
+	var (
+		now   time.Time
+		lease store.Lease
+	)
 	err = s.queueWrite(ctx, s.urgent, len(encoded), func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
 		now = codec.Now()
+		lease = store.Lease{}
+		if codec.Leasing(t) {
+			lease = store.Lease{Holder: t.Lease.Holder, Until: codec.LeaseEnd(now, t.LeaseTTL)}
+		}
 		res, err := tx.StmtContext(ctx, s.insTask).ExecContext(ctx,
 			string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Task.ContextID, string(t.Task.Status.State),
-			len(encoded), now.UnixMicro(), now.UnixMicro(), data)
+			len(encoded), now.UnixMicro(), now.UnixMicro(), data, lease.Holder, leaseMicros(lease.Until))
 		if err != nil {
 			return err
 		}
@@ -469,7 +477,7 @@ func (s *Store) Create(ctx context.Context, t *store.Task, events []a2a.Event) e
 	if err != nil {
 		return fmt.Errorf("sqlite: create task %s: %w", t.Task.ID, err)
 	}
-	t.Version, t.LastSeq, t.Created, t.Updated = 1, int64(len(encoded)), now, now
+	t.Version, t.LastSeq, t.Created, t.Updated, t.Lease = 1, int64(len(encoded)), now, now, lease
 	return nil
 }
 
@@ -482,13 +490,20 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 	var (
 		now     time.Time
 		lastSeq int64
+		lease   store.Lease
 	)
 	err = s.queueWrite(ctx, s.wq, len(encoded), func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see write: no cancellation inside a shared transaction
 		now = codec.Now()
+		var holder, until any // NULL: the lease stays as it is
+		if codec.Leasing(t) {
+			holder, until = t.Lease.Holder, codec.LeaseEnd(now, t.LeaseTTL).UnixMicro()
+		}
+		var untilUS int64
 		err := tx.StmtContext(ctx, s.updTask).QueryRowContext(ctx,
-			t.Task.ContextID, string(t.Task.Status.State), data, len(encoded), now.UnixMicro(),
-			string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Version).Scan(&lastSeq)
+			t.Task.ContextID, string(t.Task.Status.State), data, len(encoded), now.UnixMicro(), holder, until,
+			string(t.Task.ID), t.Owner.Tenant, t.Owner.Principal, t.Version).Scan(&lastSeq, &lease.Holder, &untilUS)
+		lease.Until = leaseTime(untilUS)
 		if errors.Is(err, sql.ErrNoRows) {
 			if ok, err := owned(ctx, tx, t.Owner, t.Task.ID); err != nil {
 				return err
@@ -510,11 +525,11 @@ func (s *Store) Update(ctx context.Context, t *store.Task, events []a2a.Event) e
 		return fmt.Errorf("sqlite: update task %s: %w", t.Task.ID, err)
 	}
 	t.Version++
-	t.LastSeq, t.Updated = lastSeq, now
+	t.LastSeq, t.Updated, t.Lease = lastSeq, now, lease
 	return nil
 }
 
-const taskColumns = `id, tenant, principal, version, last_seq, created, updated, task`
+const taskColumns = `id, tenant, principal, version, last_seq, created, updated, task, lease_holder, lease_until`
 
 func scanTask(row interface{ Scan(...any) error }, extra ...any) (*store.Task, error) {
 	var (
@@ -522,8 +537,10 @@ func scanTask(row interface{ Scan(...any) error }, extra ...any) (*store.Task, e
 		id               string
 		created, updated int64
 		data             []byte
+		until            int64
 	)
-	dest := append([]any{&id, &t.Owner.Tenant, &t.Owner.Principal, &t.Version, &t.LastSeq, &created, &updated, &data}, extra...)
+	dest := append([]any{&id, &t.Owner.Tenant, &t.Owner.Principal, &t.Version, &t.LastSeq, &created, &updated, &data,
+		&t.Lease.Holder, &until}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -531,7 +548,7 @@ func scanTask(row interface{ Scan(...any) error }, extra ...any) (*store.Task, e
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
-	t.Task, t.Created, t.Updated = task, codec.FromMicros(created), codec.FromMicros(updated)
+	t.Task, t.Created, t.Updated, t.Lease.Until = task, codec.FromMicros(created), codec.FromMicros(updated), leaseTime(until)
 	return &t, nil
 }
 

@@ -51,6 +51,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListPageSize", testListPageSize},
 		{"ListBadToken", testListBadToken},
 		{"Active", testActive},
+		{"Leases", testLeases},
+		{"ClaimExpired", testClaimExpired},
+		{"RenewRelease", testRenewRelease},
+		{"LeaseArguments", testLeaseArguments},
+		{"ConcurrentClaimExpired", testConcurrentClaimExpired},
 		{"PushConfigs", testPushConfigs},
 		{"PushConfigPages", testPushConfigPages},
 		{"PushLimits", testPushLimits},
@@ -1255,6 +1260,7 @@ func testContextCanceled(t *testing.T, s store.Store) {
 			{"ListPushConfigs", func() error { _, err := listConfigs(ctx, s, alice, existing.Task.ID); return err }},
 			{"DeletePushConfig", func() error { return s.DeletePushConfig(ctx, alice, existing.Task.ID, "a") }},
 		}
+		calls = append(calls, leaseCalls(ctx, s, existing.Task.ID)...)
 		for _, call := range calls {
 			wantErr(t, call.name+" with a done context", call.call(), c.want)
 		}
@@ -1282,6 +1288,11 @@ func testClose(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Active(t.Context()); err == nil {
 		t.Error("Active after Close succeeded")
+	}
+	for _, c := range leaseCalls(t.Context(), s, task.Task.ID) {
+		if err := c.call(); err == nil {
+			t.Errorf("%s after Close succeeded", c.name)
+		}
 	}
 	_ = s.Close() // harmless
 }

@@ -381,3 +381,33 @@ func CheckPushLimits(lim store.PushLimits, perTask, perOwner int) error {
 	}
 	return nil
 }
+
+// Leasing reports whether Create or Update of t sets its lease (see store.Task.LeaseTTL).
+func Leasing(t *store.Task) bool { return t.LeaseTTL > 0 && t.Lease.Holder != "" }
+
+// CheckRenew validates the arguments of RenewLeases.
+func CheckRenew(ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("%w: lease time %v is not positive", store.ErrInvalid, ttl)
+	}
+	return nil
+}
+
+// CheckClaimExpired validates the arguments of ClaimExpired.
+func CheckClaimExpired(holder string, ttl time.Duration, limit int) error {
+	if holder == "" {
+		return fmt.Errorf("%w: claim without a holder", store.ErrInvalid)
+	}
+	if err := CheckRenew(ttl); err != nil {
+		return err
+	}
+	if limit <= 0 {
+		return fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalid, limit)
+	}
+	return nil
+}
+
+// LeaseEnd is when a lease of ttl taken at now ends, to the microsecond the stores keep.
+func LeaseEnd(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Microsecond)
+}
