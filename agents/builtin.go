@@ -13,6 +13,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2awebcap/a2awebcap/engine"
 )
 
 // Defaults of [Builtin].
@@ -44,7 +46,9 @@ var BuiltinOutputModes = []string{"text/plain", "application/json"}
 //	ask                a task that asks for your name (input-required), then greets you when
 //	                   you answer with a follow-up message to the same task
 //
-// Stateless commands answer with a Message; "wait" and "ask" create tasks.
+// Stateless commands answer with a Message; "wait" and "ask" create tasks. A "wait" task
+// whose run stopped (its process died, or in a cluster its replica) resumes where it stood
+// when the engine recovers it (Builtin is an engine.Recoverer).
 // The zero value is ready to use.
 type Builtin struct {
 	// Now returns the current time; nil means time.Now.
@@ -55,7 +59,10 @@ type Builtin struct {
 	MaxWait int
 }
 
-var _ a2asrv.AgentExecutor = (*Builtin)(nil)
+var (
+	_ a2asrv.AgentExecutor = (*Builtin)(nil)
+	_ engine.Recoverer     = (*Builtin)(nil)
+)
 
 func (b *Builtin) now() time.Time {
 	if b.Now != nil {
@@ -102,6 +109,13 @@ func (b *Builtin) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		if ec.StoredTask != nil && ec.StoredTask.Status.State == a2a.TaskStateInputRequired {
 			b.answer(e, text)
 			return
+		}
+		if st := ec.StoredTask; st != nil && (st.Status.State == a2a.TaskStateWorking || st.Status.State == a2a.TaskStateSubmitted) {
+			// The engine resumes a task whose run stopped (RecoverTask answered ErrResume).
+			if cmd, rest := splitCommand(text); cmd == "wait" || cmd == "sleep" {
+				b.waitFrom(e, rest, st)
+				return
+			}
 		}
 		cmd, rest := splitCommand(text)
 		switch cmd {
@@ -172,21 +186,73 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-func (b *Builtin) wait(e *emitter, rest string) {
-	n := defaultWait
+// waitSeconds parses the argument of "wait": ok false when it is not a number of seconds it
+// accepts.
+func (b *Builtin) waitSeconds(rest string) (n int, ok bool) {
+	n = defaultWait
 	if arg, _ := splitCommand(rest); arg != "" {
 		v, err := strconv.Atoi(strings.TrimSuffix(arg, "s"))
 		if err != nil || v < 1 || v > b.maxWait() {
-			e.reply(a2a.NewTextPart(fmt.Sprintf("wait takes a whole number of seconds from 1 to %d, e.g. \"wait 5\".", b.maxWait())))
-			return
+			return 0, false
 		}
 		n = v
+	}
+	return n, true
+}
+
+func (b *Builtin) wait(e *emitter, rest string) {
+	n, ok := b.waitSeconds(rest)
+	if !ok {
+		e.reply(a2a.NewTextPart(fmt.Sprintf("wait takes a whole number of seconds from 1 to %d, e.g. \"wait 5\".", b.maxWait())))
+		return
 	}
 	start := b.now().UTC()
 	if !e.open() || !e.status(a2a.TaskStateWorking, fmt.Sprintf("Waiting %s.", plural(n, "second"))) {
 		return
 	}
-	for i := 1; i <= n; i++ {
+	b.waitOn(e, 1, n, start)
+}
+
+// waitFrom resumes a "wait" task where its stored progress stands: after the last "i/n seconds
+// elapsed." it reported, or at the end when its result artifact is stored.
+func (b *Builtin) waitFrom(e *emitter, rest string, t *a2a.Task) {
+	n, ok := b.waitSeconds(rest)
+	if !ok {
+		e.status(a2a.TaskStateFailed, "This task cannot be resumed.")
+		return
+	}
+	for _, a := range t.Artifacts {
+		if a != nil && a.Name == "wait-result" {
+			e.status(a2a.TaskStateCompleted, fmt.Sprintf("Done: waited %s.", plural(n, "second")))
+			return
+		}
+	}
+	done := 0
+	var total int
+	if _, err := fmt.Sscanf(messageText(t.Status.Message), "%d/%d seconds elapsed.", &done, &total); err != nil || total != n || done > n {
+		done = 0
+	}
+	start := b.now().UTC().Add(-time.Duration(done) * b.tick())
+	b.waitOn(e, done+1, n, start)
+}
+
+// RecoverTask implements engine.Recoverer: a "wait" task resumes where it stood
+// (engine.ErrResume); any other task the engine fails.
+func (b *Builtin) RecoverTask(_ context.Context, t *a2a.Task) ([]a2a.Event, error) {
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if m := t.History[i]; m != nil && m.Role == a2a.MessageRoleUser {
+			if cmd, _ := splitCommand(strings.TrimSpace(messageText(m))); cmd == "wait" || cmd == "sleep" {
+				return nil, engine.ErrResume
+			}
+			break
+		}
+	}
+	return nil, nil
+}
+
+// waitOn counts seconds from to n, then reports the result.
+func (b *Builtin) waitOn(e *emitter, from, n int, start time.Time) {
+	for i := from; i <= n; i++ {
 		if !e.sleep(b.tick()) {
 			return // canceled, or nobody is listening any more
 		}

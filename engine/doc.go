@@ -6,10 +6,12 @@
 //
 //   - Durable tasks: every event the executor yields is applied to the task and written, with
 //     the event itself, in one store transaction (store.Store: SQLite by default, PostgreSQL,
-//     memory). A restart loses nothing; tasks whose executor died are marked failed. The
-//     executor runs ahead of the store by a few events (4): those it yields while a write is
-//     under way go to the store together in the next one (group commit), so a fast executor
-//     pays one write per batch, not per event, and subscribers see each event once it is stored.
+//     memory). A restart loses nothing; tasks whose executor died are resumed if the executor
+//     can resume them (Recoverer, ErrResume), settled with what it had committed, or marked
+//     failed with a reason. The executor runs ahead of the store by a few events (4): those
+//     it yields while a write is under way go to the store together in the next one (group
+//     commit), so a fast executor pays one write per batch, not per event, and subscribers see
+//     each event once it is stored.
 //   - Streams and subscriptions that start with the Task (or carry a single Message) and then
 //     carry only status and artifact updates, deliver the same events in the same order to
 //     every subscriber, and close when the task reaches a terminal or interrupted state. A
@@ -31,6 +33,13 @@
 //     failure reaches the caller as INTERNAL_ERROR; the store's own text goes to the log.
 //   - SendMessageFunc, a blocking send that holds no goroutine while the agent works: the
 //     goroutine that settles the task calls back with the outcome (the capnweb binding uses it).
+//   - Shutting down: Drain lets the running tasks finish (and starts no new one), Close stops
+//     what still runs.
+//   - Cluster mode (Options.Cluster, cluster.go, docs/cluster.md): several replicas on one
+//     store. The replica that runs a task holds a lease on it, renewed while it runs; recovery
+//     takes over only tasks whose lease expired, never a live peer's; Close hands the running
+//     tasks over to the peers; streams follow tasks that other replicas run, through a Fanout
+//     (package cluster: NATS JetStream) and the store.
 //
 // Use it with a store and an executor:
 //

@@ -25,6 +25,8 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -60,6 +62,11 @@ type Options struct {
 	RingSize int
 	// Logger receives engine events. Nil means slog.Default().
 	Logger *slog.Logger
+	// Cluster makes the engine one replica of several sharing the store (cluster.go,
+	// docs/cluster.md): it holds a lease on each task it runs, recovers only tasks whose lease
+	// expired, hands its tasks over on Close, and streams the events of tasks other replicas
+	// run. Nil: a single process, the only one on its store.
+	Cluster *Cluster
 }
 
 // Pusher is what the engine needs of a push notification deliverer.
@@ -85,9 +92,19 @@ type Engine struct {
 	workers *gopool.Pool
 	queues  sync.Pool // of chan pulled with capacity batch: the runs' queues, reused
 
-	mu     sync.Mutex
-	tasks  map[a2a.TaskID]*taskState
-	closed bool
+	cl *clusterState // nil: a single process
+
+	// Draining (Drain): active counts the begins in progress and the runs; idle is closed
+	// once draining with none.
+	draining atomic.Bool
+	active   atomic.Int64
+	idle     chan struct{}
+	idleOnce sync.Once
+
+	mu         sync.Mutex
+	tasks      map[a2a.TaskID]*taskState
+	closed     bool
+	handedOver []a2a.TaskID // cluster: tasks whose runs Close stopped, to release
 }
 
 var _ a2asrv.RequestHandler = (*Engine)(nil)
@@ -98,7 +115,8 @@ var ErrClosed = errors.New("engine: closed")
 // New returns an engine running exec on st. Call Recover once at startup to settle the tasks a
 // previous process left running, and Close to stop.
 func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
-	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch, workers: gopool.New(workerIdle)}
+	e := &Engine{exec: exec, st: st, tasks: map[a2a.TaskID]*taskState{}, batch: maxBatch, workers: gopool.New(workerIdle),
+		idle: make(chan struct{})}
 	if opts != nil {
 		e.opts = *opts
 	}
@@ -115,51 +133,129 @@ func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
 		e.log = slog.Default()
 	}
 	e.ctx, e.cancel = context.WithCancelCause(context.Background())
+	if e.opts.Cluster != nil {
+		e.cl = newCluster(e.opts.Cluster)
+		e.startCluster()
+	}
 	return e
 }
 
 // errInterrupted is the cause of runs canceled by Close.
 var errInterrupted = errors.New("engine: server shutting down")
 
-// Close stops accepting work, cancels running executions (their tasks are marked failed, so a
-// client is never left waiting on a task nobody runs) and waits for them, or for ctx.
+// Close stops accepting work, stops the executions still running and waits for them, or for
+// ctx. On a single process their tasks are marked failed, so a client is never left waiting on
+// a task nobody runs; in a cluster they are handed over: stopped without writing anything, and
+// their leases released, so that another replica resumes them (or fails them with a reason).
+// Drain first to let them finish.
 func (e *Engine) Close(ctx context.Context) error {
+	cause := errInterrupted
+	if e.cl != nil {
+		cause = errHandOver
+	}
 	e.mu.Lock()
 	e.closed = true
-	e.cancel(errInterrupted) // before the runs are visited: see startRunLocked
+	e.cancel(cause) // before the runs are visited: see startRunLocked
 	for _, ts := range e.tasks {
 		ts.mu.Lock()
 		if ts.run != nil && ts.run.cancel != nil {
-			ts.run.cancel(errInterrupted)
+			ts.run.cancel(cause)
 		}
 		ts.mu.Unlock()
 	}
 	e.mu.Unlock()
+	if e.cl != nil {
+		e.stopCluster()
+	}
 	e.workers.Close()
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	if e.cl != nil {
+		// Runs that ended are handed over; one still running keeps its lease until it
+		// expires (nobody renews it now), and its writes fail once a peer took the task.
+		e.mu.Lock()
+		ids := e.handedOver
+		e.handedOver = nil
+		e.mu.Unlock()
+		if len(ids) > 0 {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if rerr := e.st.ReleaseLeases(rctx, e.cl.replica, ids); rerr != nil {
+				e.log.Error("engine: cannot release leases; peers take the tasks over when they expire", "tasks", len(ids), "err", rerr)
+			} else {
+				e.log.Info("engine: tasks handed over to the other replicas", "tasks", len(ids))
+			}
+			cancel()
+		}
+	}
+	return err
+}
+
+// ErrDraining is the error of a message sent to an engine that is draining (Drain): it runs
+// no new task. Wrapped in a2a.ErrServerError.
+var ErrDraining = errors.New("engine: draining: the server is shutting down")
+
+// Drain stops taking new tasks (a message that would start or resume one is refused with
+// ErrDraining) and waits until the running tasks have finished, or were interrupted (waiting
+// for input), or ctx ends (its cause is returned). Everything else still works: GetTask,
+// subscriptions and streams of the running tasks, cancel. Call Close next: it stops what is
+// still running. In a cluster, a draining engine takes over no expired task.
+func (e *Engine) Drain(ctx context.Context) error {
+	e.draining.Store(true)
+	if e.active.Load() == 0 {
+		e.idleOnce.Do(func() { close(e.idle) })
+	}
+	select {
+	case <-e.idle:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 }
 
-// Recover settles every task a previous process left running: its executor is gone. An
-// executor that implements [Recoverer] reports what it had committed for the task; any other
-// task is marked failed. It returns how many tasks it settled.
+// enter counts a begin in progress, or refuses it when draining. The caller calls exit once
+// done; a run it started counts on its own.
+func (e *Engine) enter() error {
+	e.active.Add(1)
+	if e.draining.Load() {
+		e.exit()
+		return fmt.Errorf("%w: %w", a2a.ErrServerError, ErrDraining)
+	}
+	return nil
+}
+
+func (e *Engine) exit() {
+	if e.active.Add(-1) == 0 && e.draining.Load() {
+		e.idleOnce.Do(func() { close(e.idle) })
+	}
+}
+
+// Recover takes over the tasks a previous process left running: their executor is gone. An
+// executor that implements [Recoverer] settles a task with what it had committed, or resumes
+// it ([ErrResume]: it runs again, here); any other task is marked failed. It returns how many
+// tasks it took over.
+//
+// On a single process it takes every unfinished task in the store, and is called once at
+// startup. In a cluster (Options.Cluster) it takes only tasks whose lease has expired, never
+// a live peer's; the engine also calls it periodically by itself.
 func (e *Engine) Recover(ctx context.Context) (int, error) {
+	if e.cl != nil {
+		return e.recoverExpired(ctx)
+	}
 	active, err := e.st.Active(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, rec := range active {
-		if _, err := e.recoverTask(ctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
+		if err := e.recoverTask(ctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
 			return n, err
 		}
-		e.wakePush()
 		n++
 	}
 	return n, nil
@@ -216,6 +312,9 @@ type taskState struct {
 	watches int
 	reply   *a2a.Message // a direct message reply (the task was never created)
 	refusal error        // an A2A error the executor answered with before creating the task
+	// partial: rec holds the state of the task as another replica's write left it, but not
+	// all of its content (history, artifacts): read the task from the store for those.
+	partial bool
 }
 
 type run struct {
@@ -257,6 +356,8 @@ func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Even
 	first := rec.LastSeq - int64(len(events)) + 1
 	if ts.ring == nil {
 		ts.ring = make([]store.Event, 0, max(len(events), 4)) // a task's first events at once
+	} else if len(ts.ring) > 0 && ts.ring[len(ts.ring)-1].Seq != first-1 {
+		ts.ring = ts.ring[:0] // the ring is kept without gaps: what it lacks is read from the store
 	}
 	final := false
 	for i, ev := range events {
@@ -268,7 +369,7 @@ func (e *Engine) publishLocked(ts *taskState, rec *store.Task, events []a2a.Even
 	if over := len(ts.ring) - e.opts.RingSize; over > 0 {
 		ts.ring = append(ts.ring[:0:0], ts.ring[over:]...)
 	}
-	ts.rec = rec
+	ts.rec, ts.partial = rec, false
 	ts.wakeLocked(final)
 }
 
@@ -326,9 +427,11 @@ func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, 
 	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
 	if e.ctx.Err() != nil {
-		cancel(errInterrupted) // Close has begun, and may have visited ts already
+		cancel(context.Cause(e.ctx)) // Close has begun, and may have visited ts already
 	}
+	e.active.Add(1)
 	e.goWork(func() {
+		defer e.exit()
 		defer close(r.done)
 		defer cancel(errRunEnded)
 		e.execute(ctx, ts, r, initial, rec)
@@ -453,11 +556,13 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 				logged = append([]a2a.Event{cloneTask(initial)}, evs...)
 			}
 			nr := &store.Task{Task: t, Owner: ts.owner, PushConfigs: r.push}
+			e.leaseFor(nr)
 			if err := e.st.Create(wctx, nr, logged); err != nil {
 				return err
 			}
-			nr.PushConfigs = nil
+			nr.PushConfigs, nr.LeaseTTL = nil, 0
 			e.wakePush()
+			e.announce(nr, logged)
 			rec = nr
 			ts.mu.Lock()
 			e.publishLocked(ts, rec, logged)
@@ -471,6 +576,7 @@ func (e *Engine) execute(ctx context.Context, ts *taskState, r *run, initial *a2
 			return err
 		}
 		e.wakePush()
+		e.announce(&next, evs)
 		rec = &next
 		ts.mu.Lock()
 		e.publishLocked(ts, rec, evs)
@@ -541,6 +647,9 @@ events:
 			}
 			batch = append(batch, more)
 		}
+		if quiet(context.Cause(ctx)) {
+			break events // another replica has the task: write nothing more
+		}
 		if rec == nil {
 			// (What is held frees room in the queue: before a new task's first write the
 			// executor may run up to twice the batch ahead of the store.)
@@ -602,6 +711,12 @@ events:
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errInterrupted):
 		fail("The server shut down while this task was running.")
+	case errors.Is(cause, errHandOver) && !settled:
+		if rec != nil && !endsStream(rec.Task.Status.State) {
+			e.mu.Lock()
+			e.handedOver = append(e.handedOver, ts.id)
+			e.mu.Unlock()
+		}
 	case settled, cause != nil:
 	case rec == nil:
 		fail("The agent ended without a response.")
@@ -745,8 +860,9 @@ func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, 
 		if ts.rec != nil {
 			known = ts.rec.LastSeq
 		}
-		// The ring holds the newest events; older ones are read back from the log.
-		fromStore := c.seq < known && (len(ts.ring) == 0 || ts.ring[0].Seq > c.seq+1)
+		// The ring holds the newest events, without gaps; older ones are read back from the
+		// log, and so are newer ones it lacks (another replica's, refresh learned of).
+		fromStore := c.seq < known && (len(ts.ring) == 0 || ts.ring[0].Seq > c.seq+1 || ts.ring[len(ts.ring)-1].Seq <= c.seq)
 		if !fromStore {
 			for _, ev := range ts.ring {
 				if ev.Seq > c.seq {
@@ -758,6 +874,11 @@ func (e *Engine) advance(ctx context.Context, ts *taskState, owner store.Owner, 
 		// Only an interrupted task is worth waiting on once its run is over: a follow-up
 		// message resumes it.
 		mayRun := ts.rec != nil && store.IsInterrupted(ts.rec.Task.Status.State)
+		if e.cl != nil && ts.rec != nil && !store.IsTerminal(ts.rec.Task.Status.State) {
+			// In a cluster an unfinished task no run here writes runs elsewhere, or will
+			// once a replica takes it over.
+			mayRun = true
+		}
 		reply, refusal := ts.reply, ts.refusal
 		answered := c.seq == 0 && (reply != nil || refusal != nil)
 		if !fromStore && len(batch) == 0 && !answered && (running || mayRun) {

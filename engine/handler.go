@@ -25,6 +25,10 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	if err := e.checkOpen(); err != nil {
 		return nil, owner, 0, err
 	}
+	if err := e.enter(); err != nil {
+		return nil, owner, 0, err
+	}
+	defer e.exit()
 	if req == nil || req.Message == nil {
 		return nil, owner, 0, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
 	}
@@ -87,6 +91,10 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	if store.IsTerminal(rec.Task.Status.State) {
 		return nil, owner, 0, fmt.Errorf("%w: task %s is %s and accepts no more messages", a2a.ErrUnsupportedOperation, rec.Task.ID, rec.Task.Status.State)
 	}
+	if e.cl != nil && !store.IsInterrupted(rec.Task.Status.State) {
+		// Running here or on another replica (or about to be taken over).
+		return nil, owner, 0, fmt.Errorf("%w: task %s is still running; send the next message when it asks for input", a2a.ErrUnsupportedOperation, rec.Task.ID)
+	}
 	if msg.ContextID != "" && msg.ContextID != rec.Task.ContextID {
 		return nil, owner, 0, fmt.Errorf("%w: message contextId does not match the task's", a2a.ErrInvalidParams)
 	}
@@ -127,8 +135,13 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	now := time.Now().UTC()
 	next.Task.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now}
 	snapshot := cloneTask(next.Task)
+	e.leaseFor(next)
 	err = e.st.Update(ctx, next, []a2a.Event{snapshot})
+	next.LeaseTTL = 0
 	e.wakePush()
+	if err == nil {
+		e.announce(next, []a2a.Event{snapshot})
+	}
 	if err != nil {
 		ts.mu.Lock()
 		ts.run = nil
@@ -188,17 +201,24 @@ func (e *Engine) await(ctx context.Context, ts *taskState, owner store.Owner, af
 			break
 		}
 	}
-	return sendResult(ts, req)
+	return e.sendResult(ctx, ts, owner, req)
 }
 
 // sendResult is what SendMessage returns once the watch of ts has ended without an error or a
 // direct reply: the task as it stands.
-func sendResult(ts *taskState, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+func (e *Engine) sendResult(ctx context.Context, ts *taskState, owner store.Owner, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	ts.mu.Lock()
-	rec := ts.rec
+	rec, partial := ts.rec, ts.partial
 	ts.mu.Unlock()
 	if rec == nil {
 		return nil, fmt.Errorf("%w: the agent produced no response", a2a.ErrInternalError)
+	}
+	if partial {
+		// Another replica finished it: the store has it whole.
+		var err error
+		if rec, err = e.st.Get(ctx, owner, rec.Task.ID); err != nil {
+			return nil, e.storeErr(err)
+		}
 	}
 	var hl *int
 	if req.Config != nil {
@@ -269,7 +289,7 @@ func (w *sendWait) check() {
 		return
 	}
 	if w.res == nil && w.err == nil {
-		w.res, w.err = sendResult(w.ts, w.req)
+		w.res, w.err = w.e.sendResult(w.ctx, w.ts, w.owner, w.req)
 	}
 	w.finish(w.res, w.err, true)
 }
@@ -458,8 +478,13 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 		if err != nil {
 			return nil, e.storeErr(err)
 		}
+		e.announce(next, evs)
 		ts.mu.Lock()
-		e.publishLocked(ts, cloneRec(next), evs)
+		if ts.rec == nil || ts.rec.LastSeq == next.LastSeq-int64(len(evs)) {
+			e.publishLocked(ts, cloneRec(next), evs)
+		} else {
+			e.learnLocked(ts, cloneRec(next))
+		}
 		if ts.run != nil && ts.run.cancel != nil {
 			ts.run.cancel(errCanceled)
 		}
@@ -520,11 +545,9 @@ func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 			return
 		}
 		ts.mu.Lock()
-		if ts.rec == nil || ts.rec.Version < rec.Version {
-			ts.rec = cloneRec(rec)
-		}
 		ts.owner = rec.Owner
-		ts.mu.Unlock()
+		e.learnLocked(ts, cloneRec(rec))
+		ts.unlock()
 		after := rec.LastSeq
 		if resuming {
 			after = last
@@ -634,10 +657,9 @@ func (e *Engine) Events(ctx context.Context, tenant string, id a2a.TaskID, after
 			return
 		}
 		ts.mu.Lock()
-		if ts.rec == nil || ts.rec.Version < rec.Version {
-			ts.rec = cloneRec(rec)
-		}
-		ts.mu.Unlock()
+		ts.owner = rec.Owner
+		e.learnLocked(ts, cloneRec(rec))
+		ts.unlock()
 		for ev, err := range e.watch(ctx, ts, owner, afterSeq, afterSeq > 0, store.IsTerminal, false) {
 			if !yield(ev, err) || err != nil {
 				return

@@ -269,9 +269,10 @@ type Store interface {
 	// one step, also against other processes on the store.
 
 	// RenewLeases extends holder's leases on the tasks ids to ttl from now (ttl must be
-	// positive, else ErrInvalid). It returns the IDs among ids whose lease holder does not
-	// hold — taken over by another replica, released, or no such task — in the order given;
-	// it renews none of those.
+	// positive, else ErrInvalid). It returns, in the order given, the IDs among ids that holder
+	// no longer runs, whose leases it does not renew: those whose lease another replica took
+	// over or holder released, those no longer active (finished, or waiting for input: written
+	// by someone else, such as a cancel on another replica), and unknown IDs.
 	RenewLeases(ctx context.Context, holder string, ids []a2a.TaskID, ttl time.Duration) (lost []a2a.TaskID, err error)
 	// ClaimExpired takes over, for holder and ttl, up to limit tasks of any owner that are
 	// active (as Active returns them) and whose lease has expired or that have none: each

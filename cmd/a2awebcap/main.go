@@ -174,7 +174,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
 	fs.StringVar(&c.cardKey, "card-key", envOr("A2AWEBCAP_CARD_KEY", ""), "sign the agent card with this PEM private key `file` (EC P-256, Ed25519 or RSA) and publish its public key at "+cardJWKSPath+"; needs -base-url (A2AWEBCAP_CARD_KEY)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 0, "requests per second each principal (each IP address, for anonymous callers) may make, in bursts of twice that; 0: no limit")
-	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish (no new task starts meanwhile); what still runs then is marked failed, or in a cluster handed over to another replica")
 	fs.BoolVar(&c.noPush, "no-push", false, "do not offer push notifications (the card says pushNotifications: false)")
 	c.push.flags(fs)
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
@@ -375,11 +375,17 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	log.Info("shutting down", "drain", c.drain)
 	sctx, cancel := context.WithTimeout(context.Background(), c.drain)
 	defer cancel()
-	// New requests are refused at once; open streams end when the engine closes, which marks
-	// tasks still running failed (they are not resumed), so no client waits forever.
+	// New connections are refused at once, and new tasks; the running tasks get the drain
+	// time to finish, their streams with them. What still runs then the engine stops: marks it
+	// failed, or in a cluster hands it over to a peer (engine.Close).
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- srv.Shutdown(sctx) }()
-	if err := eng.Close(sctx); err != nil {
+	if err := eng.Drain(sctx); err != nil {
+		log.Warn("tasks still running at the end of the drain time are stopped", "err", err)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	if err := eng.Close(cctx); err != nil {
 		log.Warn("engine did not stop in time", "err", err)
 	}
 	if err := <-shutdown; err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -30,7 +30,7 @@ func (s *Store) RenewLeases(ctx context.Context, holder string, ids []a2a.TaskID
 	var lost []a2a.TaskID
 	for _, id := range ids {
 		r := s.tasks[id]
-		if holder == "" || r == nil || r.lease.Holder != holder {
+		if holder == "" || r == nil || r.lease.Holder != holder || !codec.IsActive(r.state) {
 			lost = append(lost, id)
 			continue
 		}

@@ -56,7 +56,7 @@ func (s *Store) RenewLeases(ctx context.Context, holder string, ids []a2a.TaskID
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE tasks SET lease_until = statement_timestamp() + $3::bigint * interval '1 microsecond'
-		WHERE lease_holder = $1 AND lease_holder != '' AND id = ANY ($2::text[])
+		WHERE lease_holder = $1 AND lease_holder != '' AND id = ANY ($2::text[]) AND state NOT IN (`+inactiveStates+`)
 		RETURNING id`, holder, taskIDs(ids), max(ttl.Microseconds(), 1))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: renew leases: %w", err)

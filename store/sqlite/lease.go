@@ -62,6 +62,7 @@ func (s *Store) RenewLeases(ctx context.Context, holder string, ids []a2a.TaskID
 		clear(renewed)
 		rows, err := tx.QueryContext(ctx, `UPDATE tasks SET lease_until = ?
 			WHERE lease_holder = ? AND lease_holder != '' AND id IN (SELECT value FROM json_each(?))
+				AND state NOT IN (`+inactiveStates+`)
 			RETURNING id`, codec.LeaseEnd(codec.Now(), ttl).UnixMicro(), holder, list)
 		if err != nil {
 			return err

@@ -141,12 +141,13 @@ func testRenewRelease(t *testing.T, s store.Store) {
 	theirs := leased(t, s, bob, a2a.TaskStateWorking, "r2", time.Hour)
 	done := leased(t, s, alice, a2a.TaskStateCompleted, "r1", short)
 	expire(short)
-	// An expired lease nobody claimed is still the holder's to renew.
+	// An expired lease nobody claimed is still the holder's to renew; a finished task is not
+	// the holder's to run any more.
 	lost, err := s.RenewLeases(ctx, "r1", []a2a.TaskID{mine.Task.ID, theirs.Task.ID, "no-such-task", done.Task.ID}, time.Hour)
 	if err != nil {
 		t.Fatalf("RenewLeases: %v", err)
 	}
-	if want := []a2a.TaskID{theirs.Task.ID, "no-such-task"}; !slices.Equal(lost, want) {
+	if want := []a2a.TaskID{theirs.Task.ID, "no-such-task", done.Task.ID}; !slices.Equal(lost, want) {
 		t.Errorf("RenewLeases lost %v, want %v", lost, want)
 	}
 	got := get(t, s, alice, mine.Task.ID)
