@@ -57,10 +57,11 @@ type Options struct {
 	Mailbox int
 	// Limiter bounds concurrent model calls; nil means no bound.
 	Limiter *Limiter
-	// Capabilities, Preinstall and Audit: see [Definition].
+	// Capabilities, Preinstall, Audit and Rehydrate: see [Definition].
 	Capabilities *capability.Catalog
 	Preinstall   []string
 	Audit        capability.Audit
+	Rehydrate    func(ctx context.Context, principal string, set *capability.Set)
 }
 
 // Agent is a handle on one instance of a definition: the one [New] made, or one principal's
@@ -79,7 +80,8 @@ func New(ctx context.Context, name string, opts *Options) (*Agent, error) {
 		opts = &Options{}
 	}
 	h, err := NewHost(&Definition{Name: name, Policy: opts.Policy, Tools: opts.Tools, ToolHelp: opts.ToolHelp,
-		Model: opts.Model, Knowledge: opts.Knowledge, Now: opts.Now, Capabilities: opts.Capabilities, Preinstall: opts.Preinstall, Audit: opts.Audit},
+		Model: opts.Model, Knowledge: opts.Knowledge, Now: opts.Now, Capabilities: opts.Capabilities, Preinstall: opts.Preinstall, Audit: opts.Audit,
+		Rehydrate: opts.Rehydrate},
 		&HostOptions{Store: opts.Store, IdleTimeout: -1, Mailbox: opts.Mailbox, Limiter: opts.Limiter})
 	if err != nil {
 		return nil, err

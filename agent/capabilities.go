@@ -62,6 +62,9 @@ func newCapabilitySet(ctx context.Context, in *instance, saved json.RawMessage) 
 			return nil, err
 		}
 	}
+	if d.rehydrate != nil {
+		d.rehydrate(ctx, in.key.Principal.String(), s)
+	}
 	if saved != nil {
 		var st capability.State
 		if err := json.Unmarshal(saved, &st); err != nil {

@@ -43,6 +43,11 @@ type Definition struct {
 	// Preinstall names capabilities of Capabilities that every new instance holds from the
 	// start, under the operator's default strategy; nil means none (deny by default).
 	Preinstall []string
+	// Rehydrate, when set, installs what an instance keeps outside the store — the
+	// capabilities its factory committed as files (factory.Options.Rehydrate) — into its
+	// capability set as it loads, before the set's saved state is restored, so that those get
+	// back their strategies and approvals. Nil means nothing.
+	Rehydrate func(ctx context.Context, principal string, set *capability.Set)
 	// Audit keeps the capability records of every instance (readable by each principal, its
 	// own, and by the operator, all); nil means the store's when it keeps them (the memory
 	// store, agent/sqlitestore and agent/pgstore do: Audit(name)), else an in-memory log.
@@ -79,6 +84,7 @@ type definition struct {
 	toolCaps   map[string]*capability.Capability // the tools as capabilities, by name
 	catalog    *capability.Catalog
 	preinstall []string
+	rehydrate  func(context.Context, string, *capability.Set)
 	model      Model
 	now        func() time.Time
 	knowledge  *knowledge
@@ -217,6 +223,7 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		d.now = time.Now
 	}
 	d.catalog, d.preinstall = def.Capabilities, slices.Clone(def.Preinstall)
+	d.rehydrate = def.Rehydrate
 	if d.catalog == nil {
 		d.catalog = capability.NewCatalog()
 	}

@@ -65,7 +65,11 @@ func (s *Set) Restore(ctx context.Context, st State) (missing []string, err erro
 		g := s.held[h.Name]
 		if g != nil {
 			g.strategy, g.sessions = h.Strategy, maps.Clone(h.Sessions)
-			g.approved, g.approvedBy = h.Approved, h.ApprovedBy
+			// An approval is of a contract: one held now under another contract (its files
+			// edited since) keeps none.
+			if sameContract(g.cap.Contract(), h.Contract) {
+				g.approved, g.approvedBy = h.Approved, h.ApprovedBy
+			}
 			g.installed, g.by = h.Installed, h.By
 			if h.Minimum.Valid() && h.Minimum.AtLeast(g.minimum) {
 				g.minimum = h.Minimum
@@ -125,4 +129,10 @@ func (s *Set) reinstall(ctx context.Context, h Held) error {
 	s.held[h.Name] = &grant{cap: copy, strategy: h.Strategy, minimum: o.Manifest.Strategy.Minimum, offered: true,
 		restrictions: h.Restrictions, installed: h.Installed, by: h.By, made: c}
 	return nil
+}
+
+// sameContract reports whether a and b allow the same patterns, field by field.
+func sameContract(a, b Contract) bool {
+	return slices.Equal(a.Reads, b.Reads) && slices.Equal(a.Writes, b.Writes) && slices.Equal(a.Executes, b.Executes) &&
+		slices.Equal(a.Network, b.Network) && a.Spawns == b.Spawns
 }

@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +18,8 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/agent/factory"
+	"github.com/a2awebcap/a2awebcap/agent/sandbox"
 )
 
 // capabilityConfig is how serve offers capabilities to the runtime agent's instances.
@@ -30,6 +30,7 @@ type capabilityConfig struct {
 	fetchAllow                    string
 	packages, keys                string
 	unsigned                      bool
+	sandbox                       sandboxConfig // Starlark: the sandbox and the factory (sandboxflags.go)
 }
 
 func (c *capabilityConfig) flags(fs *flag.FlagSet) {
@@ -51,6 +52,7 @@ func (c *capabilityConfig) flags(fs *flag.FlagSet) {
 		"a `directory` of capability packages, one per subdirectory, each signed by a -capability-keys key (A2AWEBCAP_CAPABILITY_PACKAGES)")
 	fs.StringVar(&c.keys, "capability-keys", envOr("A2AWEBCAP_CAPABILITY_KEYS", ""),
 		"a JWK set `file` of the keys capability packages must be signed with (A2AWEBCAP_CAPABILITY_KEYS)")
+	c.sandbox.flags(fs)
 	fs.BoolVar(&c.unsigned, "capability-allow-unsigned", false, "accept unsigned capability packages (development only: a tampered package is still refused)")
 }
 
@@ -136,6 +138,8 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 		return capability.Offering(f, capability.Strategies{Minimum: capability.AuditOnly, Recommended: capability.ContractBased}), nil
 	case "clock":
 		return capability.Offer{}, errors.New("-capabilities clock: the runtime agent has a clock tool of its own")
+	case factory.Name:
+		return c.sandbox.factoryOffer(c.keys)
 	}
 	if o, ok := packages[name]; ok {
 		return o, nil
@@ -189,25 +193,13 @@ func (c *capabilityConfig) fsOffer() (capability.Offer, error) {
 }
 
 // principalDir names a principal's directory under -fs-root: readable, a single path element,
-// never "." or "..", and distinct for distinct principals (a digest of the name ends it).
-func principalDir(principal string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(principal) {
-		switch {
-		case b.Len() >= 40:
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	sum := sha256.Sum256([]byte(principal))
-	return "u-" + b.String() + "-" + hex.EncodeToString(sum[:5])
-}
+// never "." or "..", and distinct for distinct principals (a digest of the name ends it); the
+// factory's directories under -factory-dir are named the same way.
+func principalDir(principal string) string { return factory.PrincipalDir(principal) }
 
 // readPackages reads and verifies every package under -capability-packages.
 func (c *capabilityConfig) readPackages(ctx context.Context) (map[string]capability.Offer, error) {
-	opts := &capability.PackageOptions{AllowUnsigned: c.unsigned}
+	opts := &capability.PackageOptions{AllowUnsigned: c.unsigned, Check: c.sandbox.check}
 	if c.keys != "" {
 		keys, err := readTrustedKeys("-capability-keys", c.keys)
 		if err != nil {
@@ -231,6 +223,12 @@ func (c *capabilityConfig) readPackages(ctx context.Context) (map[string]capabil
 			return nil, fmt.Errorf("-capability-packages: %w", err)
 		}
 		run, ok := packageRuntimes[p.Manifest.Runtime]
+		if p.Manifest.Runtime == sandbox.RuntimeName {
+			if run, err = c.sandbox.runtime(); err != nil {
+				return nil, err
+			}
+			ok = true
+		}
 		if !ok {
 			var have []string
 			for k := range packageRuntimes {
@@ -262,6 +260,7 @@ func (c *capabilityConfig) apply(ctx context.Context, def *agent.Definition) err
 		return err
 	}
 	def.Capabilities, def.Preinstall = cat, pre
+	def.Rehydrate = c.sandbox.built(cat)
 	return nil
 }
 

@@ -34,6 +34,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/llm"
+	"github.com/a2awebcap/a2awebcap/agent/sandbox"
 	"github.com/a2awebcap/a2awebcap/agent/session"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
@@ -66,6 +67,7 @@ at /web/. Try, in another terminal:
 `
 
 func main() {
+	sandbox.WorkerMain() // a Starlark worker this program's sandbox started: serves it and exits
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -532,5 +534,5 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 		closeStore()
 		return nil, nil, err
 	}
-	return h, func() { _ = h.Close(); closeStore() }, nil
+	return h, func() { _ = h.Close(); c.caps.sandbox.close(); closeStore() }, nil
 }
