@@ -151,6 +151,26 @@ type Capability struct {
 	parent     *Capability
 	life       context.Context // canceled, with an ErrRevoked cause, on revocation
 	revoke     context.CancelCauseFunc
+
+	paramsOnce sync.Once
+	params     []json.RawMessage // each method's parameter schema as JSON, made once (see Set.Tools)
+}
+
+// toolParams returns the JSON Schemas of the methods' parameters, in order. Methods do not
+// change once a capability is made, so they are encoded once: every consult of every turn
+// asks for them, and encoding them each time was two fifths of a turn's CPU.
+func (c *Capability) toolParams() []json.RawMessage {
+	c.paramsOnce.Do(func() {
+		for _, m := range c.methods {
+			ps := m.Params
+			if ps == nil {
+				ps = &Schema{Type: "object"}
+			}
+			data, _ := json.Marshal(ps)
+			c.params = append(c.params, data)
+		}
+	})
+	return c.params
 }
 
 var (

@@ -448,17 +448,13 @@ func (s *Set) Tools() []Tool {
 		if c.Err() != nil {
 			continue
 		}
-		for _, m := range c.methods {
-			ps := m.Params
-			if ps == nil {
-				ps = &Schema{Type: "object"}
-			}
-			params, _ := json.Marshal(ps)
+		params := c.toolParams()
+		for i, m := range c.methods {
 			desc := m.Description
 			if c.desc != "" {
 				desc = c.desc + ": " + desc
 			}
-			out = append(out, Tool{Name: ToolName(c.name, m.Name), Description: desc, Parameters: params, Capability: c.name, Method: m.Name})
+			out = append(out, Tool{Name: ToolName(c.name, m.Name), Description: desc, Parameters: slices.Clone(params[i]), Capability: c.name, Method: m.Name})
 		}
 	}
 	return out
