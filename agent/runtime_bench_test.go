@@ -7,12 +7,26 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/sqlitestore"
 )
+
+// cpuTime is the CPU time the process has used (user and system, every goroutine and the GC):
+// on a loaded machine it says what a turn costs where wall time does not.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per operation since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+}
 
 // BenchmarkSessions runs 1,000 sessions at once (10 each for 100 principals) against a model
 // that answers in 50 ms, with at most 64 model calls at once: the bound's throughput is
@@ -29,7 +43,7 @@ func BenchmarkSessions(b *testing.B) {
 		var left atomic.Int64
 		left.Store(int64(b.N))
 		var wg sync.WaitGroup
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		for range 1000 {
 			wg.Go(func() {
 				for left.Add(-1) >= 0 {
@@ -41,6 +55,7 @@ func BenchmarkSessions(b *testing.B) {
 		}
 		wg.Wait()
 		rate := float64(b.N) / time.Since(start).Seconds()
+		reportCPU(b, cpu)
 		b.ReportMetric(rate, "turns/s")
 		b.ReportMetric(100*rate/1280, "%of-bound")
 	})
@@ -72,7 +87,7 @@ func BenchmarkSessions(b *testing.B) {
 			left.Store(int64(b.N))
 			var wg sync.WaitGroup
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu := time.Now(), cpuTime()
 			for i := range sessions {
 				wg.Go(func() {
 					a := agents[i%principals]
@@ -88,6 +103,7 @@ func BenchmarkSessions(b *testing.B) {
 			}
 			wg.Wait()
 			rate := float64(b.N) / time.Since(start).Seconds()
+			reportCPU(b, cpu)
 			b.ReportMetric(rate, "turns/s")
 			b.ReportMetric(100*rate/1280, "%of-bound")
 		})
@@ -107,11 +123,13 @@ func BenchmarkTurn(b *testing.B) {
 			defer h.Close()
 			a, _ := h.Instance(context.Background(), agent.Principal{Name: "p"})
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for b.Loop() {
 				if _, err := a.Ask(context.Background(), agent.UserText(tc.text)); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
