@@ -10,7 +10,15 @@ import (
 // check at the effect, the result's check) against the same work as a direct Go call. The
 // work is the probe's touch: decode {access, resource}, ask for the access, return
 // {touched}. Run: go test -run X -bench Call -benchmem ./agent/capability/ — and compare the
-// ns/op of BenchmarkCallDirect with the others in the same run.
+// ns/op of BenchmarkCallDirect with the others in the same run. On a shared machine the times
+// swing by 2-4x between runs; count instructions instead (callgrind needs Go's asynchronous
+// preemption off):
+//
+//	go test -c -o /tmp/captest ./agent/capability/
+//	GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file=cg.N \
+//		/tmp/captest -test.run=X -test.bench='^BenchmarkCallDirect$' -test.benchtime=Nx
+//
+// for N = 1000 and 3000: (total(3000) - total(1000)) / 2000 is one call, setup cancelled out.
 
 var benchArgs = json.RawMessage(`{"access":"reads","resource":"file:notes/a.txt"}`)
 

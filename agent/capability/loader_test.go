@@ -229,3 +229,41 @@ func TestOffersAreChecked(t *testing.T) {
 		t.Errorf("installing a capability wider than its manifest = %v, want ErrBadManifest", err)
 	}
 }
+
+// What an offer makes for one holder (a file system on the holder's own directory, say) is
+// revoked with the holder's grant, so what it holds open is let go.
+func TestMadeForOneHolderIsRevokedWithTheGrant(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var made []*Capability
+	o := Offering(probe(t, Contract{}), Strategies{Minimum: PreApproved, Recommended: PreApproved})
+	o.New = func(context.Context, Env) (*Capability, error) {
+		c := probe(t, Contract{})
+		made = append(made, c)
+		return c, nil
+	}
+	cat := NewCatalog()
+	if err := cat.Add(o); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSet(&SetOptions{Catalog: cat})
+	for range 2 {
+		if _, err := loaderCall(ctx, s, OriginUser, "install", `{"name":"probe"}`, ""); err != nil {
+			t.Fatal(err)
+		}
+		if made[len(made)-1].Err() != nil {
+			t.Fatal("revoked while installed")
+		}
+		if len(made) == 1 {
+			if err := s.Uninstall(ctx, "probe", "alice"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.Close()
+	for i, c := range made {
+		if c.Err() == nil {
+			t.Errorf("what the offer made (%d) outlived its grant", i+1)
+		}
+	}
+}

@@ -564,3 +564,24 @@ func TestSetConcurrency(t *testing.T) {
 		t.Errorf("usage = %+v: every call charged 10 bytes once", u)
 	}
 }
+
+func TestMemoryAuditKeepsTheLast(t *testing.T) {
+	t.Parallel()
+	a := NewMemoryAudit(3)
+	ctx := t.Context()
+	for i := range 10 {
+		_ = a.Append(ctx, Record{Principal: "alice", Capability: fmt.Sprint(i)})
+		_ = a.Append(ctx, Record{Principal: "bob", Capability: fmt.Sprint(i)})
+	}
+	recs, _ := a.Records(ctx, AuditQuery{Principal: "alice", Limit: 100})
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Capability)
+	}
+	if !slices.Equal(got, []string{"7", "8", "9"}) {
+		t.Errorf("alice's records: %q, want the last 3", got)
+	}
+	if all, _ := a.Records(ctx, AuditQuery{All: true, Limit: 100}); len(all) != 6 {
+		t.Errorf("every record: %d, want 6", len(all))
+	}
+}
