@@ -101,7 +101,7 @@ func sendAndCheck(ctx context.Context, main *capnweb.Stub) error {
 	if err != nil {
 		return err
 	}
-	if st := v.(map[string]any)["task"].(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
+	if st := asMap(v)["task"].(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
 		return capnweb.Errorf("state %v", st)
 	}
 	return nil
@@ -293,7 +293,7 @@ func BenchmarkCapnwebDependent(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if st := v.(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
+				if st := asMap(v)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
 					b.Fatalf("state %v", st)
 				}
 			}

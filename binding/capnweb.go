@@ -493,7 +493,7 @@ func splitObserver(observer, params any) (*capnweb.Stub, any) {
 	if st, ok := observer.(*capnweb.Stub); ok {
 		return st, params
 	}
-	if _, ok := observer.(map[string]any); ok && (params == nil || params == capnweb.Undefined) {
+	if _, ok := wire.Fields(observer); ok && (params == nil || params == capnweb.Undefined) {
 		return nil, observer
 	}
 	return nil, params
@@ -821,7 +821,7 @@ func (h *taskHandle) withID(ctx context.Context, request any, key string) (any, 
 		return nil, err
 	}
 	m := map[string]any{}
-	if r, ok := request.(map[string]any); ok {
+	if r, ok := wire.Fields(request); ok {
 		for k, v := range r {
 			m[k] = v
 		}

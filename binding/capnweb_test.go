@@ -139,7 +139,7 @@ func TestCapnwebBinding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := res.(map[string]any)
+		m := asMap(res)
 		stream := m["stream"].(*capnweb.ReadableStream)
 		handle := m["handle"].(*capnweb.Stub)
 		defer handle.Release()
@@ -148,7 +148,7 @@ func TestCapnwebBinding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for k := range ev.(map[string]any) {
+			for k := range asMap(ev) {
 				kinds = append(kinds, k)
 			}
 		}
@@ -383,7 +383,7 @@ func TestCapnwebPendingSendsHoldNoGoroutine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := v.(map[string]any)["task"].(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
+		if st := asMap(v)["task"].(map[string]any)["status"].(map[string]any)["state"]; st != "TASK_STATE_COMPLETED" {
 			t.Fatalf("state %v, want completed", st)
 		}
 	}

@@ -117,16 +117,16 @@ func TestCapnwebLastEventIDQuery(t *testing.T) {
 				t.Fatalf("subscribeToTask() = %v", err)
 			}
 			if transport == "batch" {
-				for _, ev := range v.(map[string]any)["events"].([]any) {
-					take(ev.(map[string]any))
+				for _, ev := range asMap(v)["events"].([]any) {
+					take(asMap(ev))
 				}
 			} else {
-				stream := v.(map[string]any)["stream"].(*capnweb.ReadableStream)
+				stream := asMap(v)["stream"].(*capnweb.ReadableStream)
 				for ev, err := range stream.All(t.Context()) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					take(ev.(map[string]any))
+					take(asMap(ev))
 				}
 			}
 			if diff := cmp.Diff([]string{"artifactUpdate", "statusUpdate"}, kinds); diff != "" || !slices.Equal(seqs, []float64{3, 4}) {

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/internal/capnwebtest"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 )
 
@@ -540,4 +541,11 @@ func sseEvents(body io.Reader) iter.Seq2[sseEvent, error] {
 			yield(sseEvent{}, err)
 		}
 	}
+}
+
+// asMap is a received capnweb object as a map, the objects in it maps too (capnwebtest.Maps),
+// or nil.
+func asMap(v any) map[string]any {
+	m, _ := capnwebtest.Maps(v).(map[string]any)
+	return m
 }

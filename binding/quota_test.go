@@ -183,7 +183,7 @@ var streamOpeners = map[string]opener{
 			if err != nil {
 				return nil, err
 			}
-			if _, err := res.(map[string]any)["stream"].(*capnweb.ReadableStream).Read(t.Context()); err != nil {
+			if _, err := asMap(res)["stream"].(*capnweb.ReadableStream).Read(t.Context()); err != nil {
 				return nil, err
 			}
 			first <- struct{}{}

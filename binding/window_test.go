@@ -307,7 +307,7 @@ func TestCapnwebObserverOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sendStreamingMessage(%v) = %v", params, err)
 		}
-		if last := eventText(v.(map[string]any)); last != strconv.Itoa(n-1) {
+		if last := eventText(asMap(v)); last != strconv.Itoa(n-1) {
 			t.Errorf("sendStreamingMessage(%v) = %v, want the last message", params, last)
 		}
 		mu.Lock()

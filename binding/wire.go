@@ -77,7 +77,7 @@ func serviceParams(v any) (http.Header, error) {
 	if h, ok := v.(http.Header); ok { // from the binding itself (push)
 		return h, nil
 	}
-	m, ok := v.(map[string]any)
+	m, ok := wire.Fields(v)
 	if !ok {
 		return nil, invalidParams("service parameters must be an object of strings")
 	}

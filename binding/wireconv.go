@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/internal/a2ajson"
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
 // Direct conversions between A2A values and capnweb values for the capnweb binding's hot path.
@@ -59,7 +60,7 @@ func directWire(v any) (any, bool) {
 // else and then leaves dst untouched. (The requests that arrive from the peer as JSON are
 // a2ajson.DecodeRequest's.) TestDirectFromWire and FuzzFromWire check it against JSON.
 func directFromWire(v any, dst any) bool {
-	m, ok := v.(map[string]any)
+	m, ok := wire.Fields(v)
 	x, ok2 := dst.(*a2a.GetTaskRequest)
 	if !ok || !ok2 {
 		return false

@@ -83,6 +83,19 @@ func (s *Session) resolveLocal(ctx context.Context, v any) (any, error) {
 				x[i] = r
 			}
 		}
+	case Object:
+		for i, p := range x {
+			if !hasPending(p.Value) {
+				continue
+			}
+			r, err := s.resolveLocal(ctx, p.Value)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := p.Value.(*pending); ok {
+				x[i].Value = r
+			}
+		}
 	case map[string]any:
 		for k, e := range x {
 			if !hasPending(e) {

@@ -17,8 +17,11 @@ import (
 )
 
 // Decode converts a received value into dst, a non-nil pointer. Numbers convert to any numeric
-// type that holds them exactly; objects to structs (by json field names, case-sensitively) and
-// maps with string keys; arrays to slices and arrays; undefined and null to zero values. Stubs,
+// type that holds them exactly; objects (Object, or a map with string keys) to structs (by json
+// field names, case-sensitively), maps with string keys and Objects (a map's keys sorted);
+// arrays to slices and arrays. Into any, a value stays as received (an object an Object, its
+// key order kept); into a map[string]any or a []any, the objects inside, at any depth, become
+// map[string]any too, as encoding/json makes them; undefined and null to zero values. Stubs,
 // errors, dates (time.Time), URLs, headers, bytes and streams convert to their own types. Into
 // a json.RawMessage, a value converts to its JSON as JSON.stringify writes it, with bytes as
 // base64 strings and dates as RFC 3339 strings in UTC (as encoding/json writes []byte and
@@ -46,6 +49,8 @@ var (
 	urlType      = reflect.TypeFor[*url.URL]()
 	headerType   = reflect.TypeFor[http.Header]()
 	errorPtrType = reflect.TypeFor[*Error]()
+	objectType   = reflect.TypeFor[Object]()
+	mapAnyType   = reflect.TypeFor[map[string]any]()
 
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
 )
@@ -98,6 +103,10 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 	}
 	vt := reflect.TypeOf(v)
 	if vt == t {
+		switch v.(type) {
+		case []any, map[string]any:
+			v = toMaps(v) // Go maps for the objects in it, as asked
+		}
 		return reflect.ValueOf(v), nil // no Convert: it copies (allocates) even to the same type
 	}
 	if vt.AssignableTo(t) {
@@ -197,6 +206,20 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 			return out, nil
 		}
 	case reflect.Map:
+		if obj, ok := v.(Object); ok && t.Key().Kind() == reflect.String {
+			if t == mapAnyType {
+				return reflect.ValueOf(toMaps(obj)), nil
+			}
+			out := reflect.MakeMapWithSize(t, len(obj))
+			for _, p := range obj {
+				ev, err := convertTo(p.Value, t.Elem())
+				if err != nil {
+					return reflect.Value{}, fmt.Errorf("%s: %w", p.Key, err)
+				}
+				out.SetMapIndex(reflect.ValueOf(p.Key).Convert(t.Key()), ev)
+			}
+			return out, nil
+		}
 		if obj, ok := v.(map[string]any); ok && t.Key().Kind() == reflect.String {
 			out := reflect.MakeMapWithSize(t, len(obj))
 			for k, e := range obj {
@@ -212,6 +235,22 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 			return reflect.ValueOf(map[string][]string(h)), nil
 		}
 	case reflect.Struct:
+		if obj, ok := v.(Object); ok {
+			out := reflect.New(t).Elem()
+			byName := structFieldsByName(t)
+			for _, p := range obj {
+				f := byName[p.Key]
+				if f == nil {
+					continue
+				}
+				ev, err := convertTo(p.Value, f.typ)
+				if err != nil {
+					return reflect.Value{}, fmt.Errorf("%s: %w", f.name, err)
+				}
+				setField(out, f.index, ev)
+			}
+			return out, nil
+		}
 		if obj, ok := v.(map[string]any); ok {
 			out := reflect.New(t).Elem()
 			for _, f := range structFields(t) {
@@ -232,7 +271,67 @@ func convertTo(v any, t reflect.Type) (reflect.Value, error) {
 			return funcFromStub(st, t), nil
 		}
 	}
+	if m, ok := v.(map[string]any); ok && t.Kind() == reflect.Slice && t == objectType {
+		out := make(Object, 0, len(m)) // a Go map into an Object: keys sorted
+		for _, k := range sortedKeys(m) {
+			out = append(out, Prop{Key: k, Value: m[k]})
+		}
+		return reflect.ValueOf(out), nil
+	}
 	return reflect.Value{}, fmt.Errorf("cannot use %s as %s", describe(v), t)
+}
+
+// toMaps returns v with the Objects in it, at any depth, made map[string]any: what a Go map or
+// slice of any holds. Containers without one are returned as they are, not copied.
+func toMaps(v any) any {
+	switch x := v.(type) {
+	case Object:
+		m := make(map[string]any, len(x))
+		for _, p := range x {
+			m[p.Key] = toMaps(p.Value)
+		}
+		return m
+	case []any:
+		if !hasObject(x) {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = toMaps(e)
+		}
+		return out
+	case map[string]any:
+		if !hasObject(x) {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = toMaps(e)
+		}
+		return out
+	}
+	return v
+}
+
+// hasObject reports whether v is or holds an Object.
+func hasObject(v any) bool {
+	switch x := v.(type) {
+	case Object:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasObject(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasObject(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func describe(v any) string {
@@ -245,7 +344,7 @@ func describe(v any) string {
 		return "boolean"
 	case []any:
 		return "array"
-	case map[string]any:
+	case Object, map[string]any:
 		return "object"
 	case *Stub:
 		return "stub"
@@ -361,6 +460,22 @@ func structFields(t reflect.Type) []fieldInfo {
 	walk(t, nil)
 	fieldCache.Store(t, out)
 	return out
+}
+
+var fieldNameCache sync.Map // reflect.Type -> map[string]*fieldInfo
+
+// structFieldsByName is structFields by name.
+func structFieldsByName(t reflect.Type) map[string]*fieldInfo {
+	if m, ok := fieldNameCache.Load(t); ok {
+		return m.(map[string]*fieldInfo)
+	}
+	fields := structFields(t)
+	m := make(map[string]*fieldInfo, len(fields))
+	for i := range fields {
+		m[fields[i].name] = &fields[i]
+	}
+	fieldNameCache.Store(t, m)
+	return m
 }
 
 func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {

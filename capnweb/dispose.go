@@ -147,6 +147,11 @@ func eachTarget(v any, depth int, fn func(any)) {
 			eachTarget(e, depth+1, fn)
 		}
 		return
+	case Object:
+		for _, p := range x {
+			eachTarget(p.Value, depth+1, fn)
+		}
+		return
 	case map[string]any:
 		for _, e := range x {
 			eachTarget(e, depth+1, fn)

@@ -40,11 +40,13 @@
 //
 // Received values use these Go types: nil (null), Undefined, bool, float64 (numbers, including
 // ±Inf and NaN), string (UTF-8; a lone UTF-16 surrogate, which a JavaScript string may hold,
-// in the three bytes WTF-8 gives it, and sent back as the same surrogate), []any (arrays), map[string]any (objects), *big.Int (bigint), time.Time
-// and InvalidDate (Date), []byte (Uint8Array) and TypedBytes (other byte containers), *Error
-// (Error), *url.URL, http.Header, *Request, *Response, Blob, *Stub (capabilities),
-// *ReadableStream and *WritableStream. Sent values may also be any Go number type, structs
-// (encoded as objects with encoding/json field names), maps with string keys, slices, pointers,
+// in the three bytes WTF-8 gives it, and sent back as the same surrogate), []any (arrays),
+// Object (objects: their properties in order, kept when sent back), *big.Int (bigint),
+// time.Time and InvalidDate (Date), []byte (Uint8Array) and TypedBytes (other byte
+// containers), *Error (Error), *url.URL, http.Header, *Request, *Response, Blob, *Stub
+// (capabilities), *ReadableStream and *WritableStream. Sent values may also be any Go number
+// type, structs (encoded as objects with encoding/json field names, in field order), maps with
+// string keys (encoded with their keys sorted: Go maps have no order), slices, pointers,
 // funcs and targets, and json.RawMessage: the JSON value it holds, sent without building it
 // from maps and slices (the peer receives what it would for the same value built so; it must be
 // valid UTF-8 JSON, or the call fails with a TypeError). Decode converts received values into

@@ -125,6 +125,19 @@ func (e *encoder) raw(v any, depth int) error {
 			}
 		}
 		e.b = append(e.b, ']')
+	case Object:
+		e.b = append(e.b, '{')
+		for i, p := range x {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = appendJSONString(e.b, p.Key)
+			e.b = append(e.b, ':')
+			if err := e.raw(p.Value, depth+1); err != nil {
+				return err
+			}
+		}
+		e.b = append(e.b, '}')
 	case map[string]any:
 		e.b = append(e.b, '{')
 		for i, k := range sortedKeys(x) {
@@ -414,7 +427,21 @@ func (e *encoder) value(v any, depth int) error {
 			return err
 		}
 		e.b = append(e.b, ']')
+	case Object:
+		e.b = append(e.b, '{')
+		for i, p := range x {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = appendJSONString(e.b, p.Key)
+			e.b = append(e.b, ':')
+			if err := e.value(p.Value, depth+1); err != nil {
+				return err
+			}
+		}
+		e.b = append(e.b, '}')
 	case map[string]any:
+		// A Go map has no order: its keys go sorted, so the same map gives the same message.
 		var buf [8]string // the keys of a small object sort without an allocation
 		e.b = append(e.b, '{')
 		for i, k := range appendSortedKeys(buf[:0], x) {
@@ -695,6 +722,12 @@ func plainJSON(v any) any {
 		out := map[string]any{}
 		for k, y := range x {
 			out[k] = plainJSON(y)
+		}
+		return out
+	case Object:
+		out := make(Object, len(x))
+		for i, p := range x {
+			out[i] = Prop{Key: p.Key, Value: plainJSON(p.Value)}
 		}
 		return out
 	case []any:

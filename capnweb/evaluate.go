@@ -93,21 +93,26 @@ func (ev *evaluator) eval(v any, depth int) (any, error) {
 		return nil, typeErrorf("Deserialization exceeded maximum allowed message depth of %d.", ev.lim.MaxDepth)
 	}
 	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			r, err := ev.eval(e, depth+1)
+	case Object:
+		j := 0
+		for _, p := range x {
+			r, err := ev.eval(p.Value, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if droppedKey(k) {
+			if droppedKey(p.Key) {
 				// Object.prototype names are evaluated (for their side effects) and dropped.
 				releaseValue(r)
-				delete(x, k)
 				continue
 			}
-			x[k] = r
+			x[j] = Prop{Key: p.Key, Value: r}
+			j++
 		}
-		return x, nil
+		if j == len(x) {
+			return v, nil // x in its interface already: no new one to allocate
+		}
+		clear(x[j:])
+		return x[:j], nil
 	case []any:
 		return ev.special(x, depth)
 	}
@@ -307,23 +312,23 @@ func (ev *evaluator) errorValue(x []any, depth int) (any, error) {
 		}
 	}
 	if len(x) == 5 {
-		props, ok := x[4].(map[string]any)
+		props, ok := x[4].(Object)
 		if !ok {
 			return nil, unknownSpecial(x)
 		}
-		for k, pv := range props {
-			r, err := ev.eval(pv, depth+1)
+		for _, p := range props {
+			r, err := ev.eval(p.Value, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if k == "name" || k == "message" || k == "stack" || droppedKey(k) {
+			if k := p.Key; k == "name" || k == "message" || k == "stack" || droppedKey(k) {
 				releaseValue(r)
 				continue
 			}
 			if e.Props == nil {
 				e.Props = map[string]any{}
 			}
-			e.Props[k] = r
+			e.Props[p.Key] = r
 		}
 	}
 	return e, nil
@@ -346,11 +351,12 @@ func headersFrom(pairs []any) (http.Header, error) {
 	return h, nil
 }
 
-func (ev *evaluator) fetchInit(init map[string]any, depth int) (http.Header, any, map[string]any, error) {
+func (ev *evaluator) fetchInit(init Object, depth int) (http.Header, any, map[string]any, error) {
 	var h http.Header
 	var body any
 	rest := map[string]any{}
-	for k, v := range init {
+	for _, p := range init {
+		k, v := p.Key, p.Value
 		switch k {
 		case "headers":
 			pairs, ok := v.([]any)
@@ -387,7 +393,7 @@ func (ev *evaluator) request(x []any, depth int) (any, error) {
 		return nil, unknownSpecial(x)
 	}
 	u, ok := x[1].(string)
-	init, ok2 := x[2].(map[string]any)
+	init, ok2 := x[2].(Object)
 	if !ok || !ok2 {
 		return nil, unknownSpecial(x)
 	}
@@ -410,11 +416,19 @@ func (ev *evaluator) response(x []any, depth int) (any, error) {
 	if len(x) != 3 {
 		return nil, unknownSpecial(x)
 	}
-	init, ok := x[2].(map[string]any)
+	init, ok := x[2].(Object)
 	if !ok {
 		return nil, unknownSpecial(x)
 	}
-	init["body"] = x[1]
+	// The body is x[1]: one in init, which JS never sends, is ignored, unevaluated.
+	j := 0
+	for _, p := range init {
+		if p.Key != "body" {
+			init[j] = p
+			j++
+		}
+	}
+	init = append(init[:j], Prop{Key: "body", Value: x[1]})
 	h, body, rest, err := ev.fetchInit(init, depth)
 	if err != nil {
 		return nil, err

@@ -83,3 +83,42 @@ func (Notifier) Twice(ctx context.Context, cb *capnweb.Stub, n float64) (float64
 	}
 	return sum, nil
 }
+
+// Shelf keeps what it is given; a JavaScript object given to it keeps its key order.
+type Shelf struct {
+	capnweb.Target
+	item any
+}
+
+func (s *Shelf) Put(v any) { s.item = v }
+func (s *Shelf) Take() any { return s.item }
+
+// An object keeps its key order through Go: here a Go client sends an Object, as a JavaScript
+// client sends its objects, and gets it back later in the same order.
+func ExampleObject() {
+	ctx := context.Background()
+	a, b := capnweb.Pipe()
+	server := capnweb.NewSession(a, &Shelf{}, nil)
+	defer server.Close()
+	client := capnweb.NewSession(b, nil, nil)
+	defer client.Close()
+
+	put := client.Main().Call("put", capnweb.Object{{Key: "zeta", Value: 1}, {Key: "alpha", Value: 2}})
+	put.Release()
+	take := client.Main().Call("take")
+	defer take.Release()
+	v, err := take.Await(ctx)
+	if err != nil {
+		panic(err)
+	}
+	o := v.(capnweb.Object)
+	for _, p := range o {
+		fmt.Println(p.Key, p.Value)
+	}
+	alpha, _ := o.Get("alpha")
+	fmt.Println(alpha)
+	// Output:
+	// zeta 1
+	// alpha 2
+	// 2
+}

@@ -209,7 +209,8 @@ func stdString(s string) string {
 	return b.String()
 }
 
-// stdStrings is v with its strings, keys included, as stdString has them.
+// stdStrings is v as encoding/json reads it: its strings, keys included, as stdString has them,
+// its objects maps.
 func stdStrings(v any) any {
 	switch x := v.(type) {
 	case string:
@@ -220,10 +221,10 @@ func stdStrings(v any) any {
 			out[i] = stdStrings(e)
 		}
 		return out
-	case map[string]any:
+	case capnweb.Object: // encoding/json reads a map (the round trip below checks the order)
 		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[stdString(k)] = stdStrings(e)
+		for _, p := range x {
+			out[stdString(p.Key)] = stdStrings(p.Value)
 		}
 		return out
 	}
@@ -244,10 +245,10 @@ func finite(v any) any {
 			out[i] = finite(e)
 		}
 		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = finite(e)
+	case capnweb.Object:
+		out := make(capnweb.Object, len(x))
+		for i, p := range x {
+			out[i] = capnweb.Prop{Key: p.Key, Value: finite(p.Value)}
 		}
 		return out
 	}

@@ -5,7 +5,7 @@ package capnweb
 // The reader exists because encoding/json is too lenient for a hostile peer: it accepts duplicate
 // object keys (last one wins, which lets a message smuggle a second value past a checker) and has
 // no depth limit. This one rejects duplicate keys, bounds nesting depth, and produces the generic
-// tree the evaluator walks: nil, bool, float64, string, []any, map[string]any.
+// tree the evaluator walks: nil, bool, float64, string, []any, Object.
 
 import (
 	"bytes"
@@ -163,27 +163,35 @@ func (r *jsonReader) literal(word string) error {
 	return nil
 }
 
+// object reads an object as an Object, its properties in order. While it reads, its keys and
+// values are on the stack, in pairs, from base.
 func (r *jsonReader) object(depth int) (any, error) {
 	r.pos++ // '{'
-	m := map[string]any{}
+	base := len(r.stack)
 	r.skipSpace()
 	if r.pos < len(r.data) && r.data[r.pos] == '}' {
 		r.pos++
-		return m, nil
+		return Object{}, nil
 	}
+	var seen map[string]struct{} // the keys, once there are many
 	for {
 		r.skipSpace()
 		if r.pos >= len(r.data) || r.data[r.pos] != '"' {
 			return nil, r.errorf("expected object key")
 		}
 		var k string
-		if v, ok := r.shortString(); ok {
-			k = v.(string)
+		ka, ok := r.shortString() // an interned key costs no allocation on the stack
+		if ok {
+			k = ka.(string)
 		} else {
 			var err error
 			if k, err = r.string(); err != nil {
 				return nil, err
 			}
+			ka = k
+		}
+		if r.hasKey(base, k, &seen) {
+			return nil, r.errorf("duplicate object key %q", truncate(k, 64))
 		}
 		r.skipSpace()
 		if r.pos >= len(r.data) || r.data[r.pos] != ':' {
@@ -194,10 +202,7 @@ func (r *jsonReader) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := len(m)
-		if m[k] = v; len(m) == n { // one hash of k, not a lookup and then a store
-			return nil, r.errorf("duplicate object key %q", truncate(k, 64))
-		}
+		r.stack = append(r.stack, ka, v)
 		r.skipSpace()
 		if r.pos >= len(r.data) {
 			return nil, r.errorf("unexpected end of input")
@@ -207,11 +212,44 @@ func (r *jsonReader) object(depth int) (any, error) {
 			r.pos++
 		case '}':
 			r.pos++
-			return m, nil
+			o := make(Object, (len(r.stack)-base)/2)
+			for i := range o {
+				o[i] = Prop{Key: r.stack[base+2*i].(string), Value: r.stack[base+2*i+1]}
+			}
+			r.stack = r.stack[:base]
+			return o, nil
 		default:
 			return nil, r.errorf("expected ',' or '}'")
 		}
 	}
+}
+
+// fewKeys: an object with fewer keys than this is checked for a duplicate by comparing with
+// each; past it, the keys go into a set.
+const fewKeys = 16
+
+// hasKey reports whether the object being read (its keys and values on the stack from base)
+// has the key k already. Past fewKeys keys it keeps them in *seen, adding k.
+func (r *jsonReader) hasKey(base int, k string, seen *map[string]struct{}) bool {
+	if n := (len(r.stack) - base) / 2; n < fewKeys {
+		for i := base; i < len(r.stack); i += 2 {
+			if r.stack[i].(string) == k {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*fewKeys)
+		for i := base; i < len(r.stack); i += 2 {
+			(*seen)[r.stack[i].(string)] = struct{}{}
+		}
+	}
+	if _, ok := (*seen)[k]; ok {
+		return true
+	}
+	(*seen)[k] = struct{}{}
+	return false
 }
 
 func (r *jsonReader) array(depth int) (any, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -67,6 +68,17 @@ func DecodeForTest(data []byte, main any) (evalErr, msgErr error) {
 
 // ---- parseJSON ----
 
+// manyKeys is an object with n keys k0… and then the key dup again.
+func manyKeys(n int, dup string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range n {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	fmt.Fprintf(&b, `"%s":0}`, dup)
+	return b.String()
+}
+
 func TestParseJSONRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -76,6 +88,8 @@ func TestParseJSONRejects(t *testing.T) {
 		{"duplicate key", `{"a":1,"a":2}`, "duplicate object key"},
 		{"nested duplicate key", `[{"x":{"c":1,"c":2}}]`, "duplicate object key"},
 		{"duplicate key through an escape", `{"a":1,"\u0061":2}`, "duplicate object key"},
+		{"duplicate key among many (a set, not a scan)", manyKeys(40, "k3"), "duplicate object key"},
+		{"duplicate key right past the scan", manyKeys(16, "k0"), "duplicate object key"},
 		{"bad escape", `"\x"`, "invalid escape"},
 		{"single quote escape", `"\'"`, "invalid escape"},
 		{"uppercase U escape", `"\U0041"`, "invalid escape"},
@@ -212,8 +226,9 @@ func TestParseJSONValues(t *testing.T) {
 		{"integer beyond 2^53", `9007199254740993`, 9007199254740992.0},
 		{"whitespace around", " \t\r\n[1] \n", []any{1.0}},
 		{"literals", `[true,false,null]`, []any{true, false, nil}},
-		{"object", `{"a":[{}],"b":""}`, map[string]any{"a": []any{map[string]any{}}, "b": ""}},
-		{"empty key", `{"":1}`, map[string]any{"": 1.0}},
+		{"object", `{"a":[{}],"b":""}`, Object{{"a", []any{Object{}}}, {"b", ""}}},
+		{"object keeps its key order", `{"b":1,"a":2,"c":{"z":0,"y":1}}`, Object{{"b", 1.0}, {"a", 2.0}, {"c", Object{{"z", 0.0}, {"y", 1.0}}}}},
+		{"empty key", `{"":1}`, Object{{"", 1.0}}},
 		{"15-digit integer (fast path)", `-999999999999999`, -999999999999999.0},
 		{"16-digit integer", `9999999999999999`, 1e16},
 		{"zero and ten", `[0,10]`, []any{0.0, 10.0}},
@@ -505,8 +520,13 @@ func roundTrips() []roundTrip {
 		{name: "empty bytes", value: []byte{}, wire: `["bytes",""]`},
 		{name: "empty array", value: []any{}, wire: `[[]]`},
 		{name: "array", value: []any{1.0, []any{2.0, "three"}, []any{}}, wire: `[[1,[[2,"three"]],[[]]]]`},
-		{name: "object", value: map[string]any{"a": []any{1.0}, "b": map[string]any{"c": nil}, "u": Undefined},
+		{name: "object", value: Object{{"a", []any{1.0}}, {"b", Object{{"c", nil}}}, {"u", Undefined}},
 			wire: `{"a":[[1]],"b":{"c":null},"u":["undefined"]}`},
+		{name: "object, keys in its order", value: Object{{"z", 1.0}, {"a", Object{{"y", nil}, {"b", 2.0}}}},
+			wire: `{"z":1,"a":{"y":null,"b":2}}`},
+		{name: "map, keys sorted", value: map[string]any{"z": 1.0, "a": map[string]any{"y": nil, "b": 2.0}},
+			wire: `{"a":{"b":2,"y":null},"z":1}`,
+			back: Object{{"a", Object{{"b", 2.0}, {"y", nil}}}, {"z", 1.0}}},
 		{name: "array of special values", value: []any{Undefined, math.Inf(1), big.NewInt(1), []byte{0}},
 			wire: `[[["undefined"],["inf"],["bigint","1"],["bytes","AA"]]]`},
 		{name: "error", value: NewError("TypeError", "inner"), wire: `["error","TypeError","inner"]`},
@@ -613,8 +633,8 @@ func TestEvaluateValues(t *testing.T) {
 			&Error{Name: "Error", Message: "m", Stack: "stack-here", Props: map[string]any{"code": 7.0}}},
 		{"error with null stack", `["error","TypeError","m",null]`, NewError("TypeError", "m")},
 		{"prototype keys dropped", `{"__proto__":{"polluted":true},"toString":"evil","constructor":1,"toJSON":2,"ok":"yes"}`,
-			map[string]any{"ok": "yes"}},
-		{"then, dup and dispose are data", `{"then":1,"dup":2,"dispose":3}`, map[string]any{"then": 1.0, "dup": 2.0, "dispose": 3.0}},
+			Object{{"ok", "yes"}}},
+		{"then, dup and dispose are data", `{"then":1,"dup":2,"dispose":3}`, Object{{"then", 1.0}, {"dup", 2.0}, {"dispose", 3.0}}},
 		{"request method is uppercased", `["request","https://x.test/",{"method":"post"}]`, &Request{URL: "https://x.test/", Method: "POST"}},
 		{"response status", `["response",null,{"status":201,"statusText":"Created"}]`, &Response{Status: 201, StatusText: "Created"}},
 	}

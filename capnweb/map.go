@@ -147,6 +147,13 @@ func eachRef(v any, depth int, fn func(hook) bool) bool {
 			}
 		}
 		return false
+	case Object:
+		for _, p := range x {
+			if eachRef(p.Value, depth+1, fn) {
+				return true
+			}
+		}
+		return false
 	case map[string]any:
 		for _, e := range x {
 			if eachRef(e, depth+1, fn) {
@@ -376,10 +383,10 @@ func copyRaw(v any) any {
 			out[i] = copyRaw(e)
 		}
 		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyRaw(e)
+	case Object:
+		out := make(Object, len(x))
+		for i, p := range x {
+			out[i] = Prop{Key: p.Key, Value: copyRaw(p.Value)}
 		}
 		return out
 	}

@@ -98,8 +98,8 @@ func droppedKey[K string | []byte](k K) bool {
 	return true
 }
 
-// tree returns the value as the evaluator would have made it: maps, slices, strings, float64s,
-// booleans and nil, afresh on each call.
+// tree returns the value as the evaluator would have made it: Objects, slices, strings,
+// float64s, booleans and nil, afresh on each call.
 func (r receivedJSON) tree() (any, error) {
 	// Each level of JSON is one level of the reader: the limit the value was captured under
 	// (at most 2*MaxDepth+8, the message's) cannot be reached.
@@ -120,7 +120,8 @@ func materialize(v any) (any, error) {
 
 // jsonOf returns the JSON text of a received value, for a json.RawMessage: receivedJSON as it
 // is (copied), and trees of JSON data as JSON.stringify writes them (undefined members of
-// objects left out, undefined elements of arrays as null, object keys in sorted order), with
+// objects left out, undefined elements of arrays as null, an Object's keys in its order, a
+// map's sorted), with
 // bytes as base64 strings and dates as RFC 3339 strings in UTC, as encoding/json writes
 // []byte and time.Time. Values with no JSON form — capabilities, streams, errors, bigints,
 // invalid dates, non-finite numbers, URLs, headers — are errors.
@@ -184,6 +185,25 @@ func appendJSONOf(b []byte, v any, depth int) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
+	case Object:
+		b = append(b, '{')
+		first := true
+		for _, p := range x {
+			if p.Value == Undefined {
+				continue // as JSON.stringify leaves it out
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, p.Key)
+			b = append(b, ':')
+			var err error
+			if b, err = appendJSONOf(b, p.Value, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
 	case map[string]any:
 		var buf [8]string // the keys of a small object sort without an allocation
 		b = append(b, '{')

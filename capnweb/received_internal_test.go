@@ -291,15 +291,15 @@ func TestWantedJSON(t *testing.T) {
 			t.Errorf("argsJSON(%v, %v) = %b, want %b", tc.id, tc.path, got, tc.want)
 		}
 	}
-	// A result awaited as a value is read as a tree (the JSON made of it later sorts its
-	// keys); one decoded into a json.RawMessage is read as the JSON the peer sent.
+	// A result awaited as a value is read as a tree (an Object: the JSON made of it later keeps
+	// its key order); one decoded into a json.RawMessage is read as the JSON the peer sent.
 	p := cli.Main().Call("doc")
 	defer p.Release()
 	if _, err := p.Await(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var raw json.RawMessage
-	if err := p.Decode(t.Context(), &raw); err != nil || string(raw) != `{"a":2,"b":1}` {
+	if err := p.Decode(t.Context(), &raw); err != nil || string(raw) != `{"b":1,"a":2}` {
 		t.Errorf("doc() awaited, then decoded = %s, %v; want the JSON of a tree", raw, err)
 	}
 	q := cli.Main().Call("doc")

@@ -460,6 +460,11 @@ func property(v any, part any) any {
 		return Undefined
 	}
 	switch x := v.(type) {
+	case Object:
+		if r, ok := x.lookup(name); ok {
+			return r
+		}
+		return Undefined
 	case map[string]any:
 		if r, ok := x[name]; ok {
 			return r

@@ -2,9 +2,9 @@ package capnweb
 
 import "context"
 
-// Operations on value trees. The trees that carry references are made of map[string]any and
-// []any (what comes off the wire, and what applications usually pass); stubs inside them are
-// owned by the tree. Stubs inside application struct types are not tracked: they stay the
+// Operations on value trees. The trees that carry references are made of Object, []any and
+// map[string]any (what comes off the wire, and what applications usually pass); stubs inside
+// them are owned by the tree. Stubs inside application struct types are not tracked: they stay the
 // application's to release.
 
 // dupValue copies v's containers and duplicates the references in it, so the copy can be owned
@@ -15,6 +15,12 @@ func dupValue(v any) any {
 		out := make([]any, len(x))
 		for i, e := range x {
 			out[i] = dupValue(e)
+		}
+		return out
+	case Object:
+		out := make(Object, len(x))
+		for i, p := range x {
+			out[i] = Prop{Key: p.Key, Value: dupValue(p.Value)}
 		}
 		return out
 	case map[string]any:
@@ -93,6 +99,13 @@ func anyLeaf(v any, pred func(any) bool) bool {
 			}
 		}
 		return false
+	case Object:
+		for _, p := range x {
+			if anyLeaf(p.Value, pred) {
+				return true
+			}
+		}
+		return false
 	case map[string]any:
 		for _, e := range x {
 			if anyLeaf(e, pred) {
@@ -149,6 +162,19 @@ func resolveValue(ctx context.Context, v any) (any, error) {
 			}
 			if _, ok := e.(*pending); ok {
 				x[i] = r // containers were resolved in place
+			}
+		}
+	case Object:
+		for i, p := range x {
+			if !hasPending(p.Value) {
+				continue
+			}
+			r, err := resolveValue(ctx, p.Value)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := p.Value.(*pending); ok {
+				x[i].Value = r
 			}
 		}
 	case map[string]any:

@@ -12,6 +12,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/client"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
 // BenchmarkStreamForms compares the binding's two stream forms on one WebSocket: the observer
@@ -60,7 +61,7 @@ func BenchmarkStreamForms(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m := v.(map[string]any)
+			m, _ := wire.Fields(v)
 			m["handle"].(*capnweb.Stub).Release()
 			for _, err := range m["stream"].(*capnweb.ReadableStream).All(b.Context()) {
 				if err != nil {

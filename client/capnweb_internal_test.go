@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
 // oddAgent answers getTask with values a conforming server does not send, but a client must
@@ -18,7 +19,7 @@ import (
 type oddAgent struct{ capnweb.Target }
 
 func (oddAgent) GetTask(request, params any) any {
-	m, _ := request.(map[string]any)
+	m, _ := wire.Fields(request)
 	if m["id"] == "nothing" {
 		return capnweb.Undefined
 	}

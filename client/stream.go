@@ -167,7 +167,7 @@ func (t *capnwebTransport) open(ctx context.Context, method string, request any,
 	if err != nil {
 		return nil, s, t.callError(ctx, s, method, err)
 	}
-	m, _ := v.(map[string]any)
+	m, _ := wire.Fields(v)
 	if h, ok := m["handle"].(*capnweb.Stub); ok {
 		h.Release() // the task handle: this transport does not use it
 	}
@@ -295,7 +295,7 @@ func (t *capnwebTransport) batchStream(ctx context.Context, params a2aclient.Ser
 				yield(nil, err)
 				return
 			}
-			m, _ := v.(map[string]any)
+			m, _ := wire.Fields(v)
 			events, ok := m["events"].([]any)
 			if !ok {
 				yield(nil, fmt.Errorf("client: %s over HTTP batch returned no events", method))

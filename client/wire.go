@@ -61,7 +61,7 @@ func a2aError(err error) error {
 }
 
 func stringMap(v any) map[string]string {
-	m, ok := v.(map[string]any)
+	m, ok := wire.Fields(v)
 	if !ok {
 		return nil
 	}

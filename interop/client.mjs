@@ -437,6 +437,16 @@ const wsScenarios = {
       "lone\udc00key": "\ud83d",
     };
     eq(await api.echo(value), value, "echo(all types)");
+    // Key order: an object keeps it through an echo, a target that kept it, a pipelined read
+    // and a mapper's result (deepEqual above compares keys as sets).
+    const ordered = { b: 1, a: 2, "2": 3, "1": 4, nested: { z: 1, y: 2 } };
+    const keysOf = o => JSON.stringify([Object.keys(o), Object.keys(o.nested)]);
+    eq(keysOf(await api.echo(ordered)), keysOf(ordered), "Object.keys(echo(o))");
+    eq(keysOf(await api.makeBox(ordered).get()), keysOf(ordered), "Object.keys(makeBox(o).get())");
+    eq(Object.keys(await api.echo({ wrap: ordered }).wrap.nested), ["z", "y"],
+       "Object.keys(echo({wrap: o}).wrap.nested)");
+    const mapped = await api.listUsers().map(u => ({ n: u.name, greeting: api.greetName(u.name), a: 1 }));
+    eq(Object.keys(mapped[0]), ["n", "greeting", "a"], "Object.keys of a mapper's result");
     // Top-level (non-object) values too.
     eq(await api.echo(undefined), undefined, "echo(undefined)");
     eq(await api.echo([[1, 2]]), [[1, 2]], "echo([[1,2]])");

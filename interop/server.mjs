@@ -111,6 +111,18 @@ class Disposable extends RpcTarget {
   }
 }
 
+// Box keeps a value and gives it back.
+class Box extends RpcTarget {
+  #value;
+  constructor(value) {
+    super();
+    this.#value = value;
+  }
+  get() {
+    return this.#value;
+  }
+}
+
 class Api extends RpcTarget {
   add(a, b) {
     return a + b;
@@ -234,6 +246,10 @@ class Api extends RpcTarget {
 
   disposeCount(token) {
     return disposals.get(token) ?? 0;
+  }
+
+  makeBox(value) {
+    return new Box(value);
   }
 
   // For payload / timing tests.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
+	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
 
 // dialCapnweb opens a capnweb session on the binding at url, declaring A2A 1.0 on the upgrade.
@@ -52,7 +53,7 @@ func field(v any, path ...any) any {
 	for _, p := range path {
 		switch k := p.(type) {
 		case string:
-			m, _ := v.(map[string]any)
+			m, _ := wire.Fields(v)
 			v = m[k]
 		case int:
 			a, _ := v.([]any)
@@ -138,7 +139,7 @@ func (c *streamCheck) event(ev any) error {
 
 // eventSeq is a StreamResponse's sequence number (metadata "a2awebcap.seq"), or -1.
 func eventSeq(ev any) float64 {
-	m, _ := ev.(map[string]any)
+	m, _ := wire.Fields(ev)
 	for _, v := range m {
 		if seq, ok := field(v, "metadata", "a2awebcap.seq").(float64); ok {
 			return seq

@@ -92,6 +92,17 @@ var disposals struct {
 	n map[string]int
 }
 
+// Box keeps a value and gives it back.
+type Box struct {
+	capnweb.Target
+	value any
+}
+
+func (b *Box) Get() any { return b.value }
+
+// MakeBox returns a Box keeping value (whose stubs it does not keep: values only).
+func (a *API) MakeBox(value any) *Box { return &Box{value: value} }
+
 // MakeDisposable returns a new Disposable named token.
 func (a *API) MakeDisposable(token string) *Disposable { return &Disposable{token: token} }
 

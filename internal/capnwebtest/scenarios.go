@@ -300,6 +300,15 @@ func scenarioValues(t *testing.T, api *capnweb.Stub) {
 	if diff := cmp.Diff(in, got, opts); diff != "" {
 		t.Errorf("echo round trip (-want +got):\n%s", diff)
 	}
+	// An object keeps its key order through an echo, and through a target that kept it.
+	ordered := capnweb.Object{{Key: "b", Value: 1.0}, {Key: "a", Value: 2.0},
+		{Key: "nested", Value: capnweb.Object{{Key: "z", Value: 1.0}, {Key: "y", Value: 2.0}}}}
+	if diff := cmp.Diff(any(ordered), Await[any](t, api.Call("echo", ordered))); diff != "" {
+		t.Errorf("echo(ordered object) (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(any(ordered), Await[any](t, api.Call("makeBox", ordered).Call("get"))); diff != "" {
+		t.Errorf("makeBox(ordered object).get() (-want +got):\n%s", diff)
+	}
 	nan := Await[float64](t, api.Call("echo", math.NaN()))
 	if !math.IsNaN(nan) {
 		t.Errorf("echo(NaN) = %v", nan)
@@ -395,4 +404,30 @@ func WaitDisposed(t *testing.T, api *capnweb.Stub, token string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Maps returns v with every capnweb.Object in it, at any depth, made a map[string]any, for
+// tests that read received values by key; other values are as they are.
+func Maps(v any) any {
+	switch x := v.(type) {
+	case capnweb.Object:
+		m := make(map[string]any, len(x))
+		for _, p := range x {
+			m[p.Key] = Maps(p.Value)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Maps(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Maps(e)
+		}
+		return out
+	}
+	return v
 }

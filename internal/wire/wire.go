@@ -95,8 +95,21 @@ func Decode(v any, dst any) error {
 	return json.Unmarshal(b, dst)
 }
 
+// Fields returns the properties of v, a capnweb object: a capnweb.Object, as objects arrive
+// from the wire, or a map[string]any, as Go code passes them; ok is false for anything else.
+func Fields(v any) (m map[string]any, ok bool) {
+	switch x := v.(type) {
+	case capnweb.Object:
+		return x.Map(), true
+	case map[string]any:
+		return x, true
+	}
+	return nil, false
+}
+
 // Plain returns a received capnweb value as a tree of JSON values: undefined members are
-// dropped, bytes become base64 strings and dates RFC 3339 strings, as ProtoJSON writes them.
+// dropped, objects become maps, bytes become base64 strings and dates RFC 3339 strings, as
+// ProtoJSON writes them.
 // Values JSON has no form for (capabilities, streams, errors, non-finite numbers) are errors.
 // capnweb's own limits already bound the depth.
 func Plain(v any) (any, error) {
@@ -119,6 +132,19 @@ func Plain(v any) (any, error) {
 				return nil, err
 			}
 			out[k] = p
+		}
+		return out, nil
+	case capnweb.Object:
+		out := make(map[string]any, len(x))
+		for _, f := range x {
+			if f.Value == capnweb.Undefined {
+				continue
+			}
+			p, err := Plain(f.Value)
+			if err != nil {
+				return nil, err
+			}
+			out[f.Key] = p
 		}
 		return out, nil
 	case []any:
