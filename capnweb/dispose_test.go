@@ -2,6 +2,9 @@ package capnweb_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"sync"
 	"testing"
@@ -240,5 +243,28 @@ func TestDisposeKeptTarget(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if n := d.count("kept"); n != 1 {
 		t.Errorf("kept disposed %d times after the session ended, want once", n)
+	}
+}
+
+// TestDisposeAtBatchEnd: a target a batch's call returned, only pipelined on, is disposed when
+// the batch (its session) ends.
+func TestDisposeAtBatchEnd(t *testing.T) {
+	t.Parallel()
+	h := capnweb.NewHandler(func(*http.Request) (any, error) { return &capnwebtest.API{}, nil }, nil)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); ts.Close() })
+	tok := fmt.Sprintf("batch-end-%d", time.Now().UnixNano())
+	s := capnweb.NewBatchSession(ts.URL, nil, nil)
+	d := s.Main().Call("makeDisposable", tok)
+	if got := capnwebtest.Await[string](t, d.Call("ping")); got != "pong "+tok {
+		t.Errorf("makeDisposable().ping() = %q", got)
+	}
+	d.Release()
+	s.Close()
+	// The server ends a batch's session before it answers: the disposal is done by now.
+	check := capnweb.NewBatchSession(ts.URL, nil, nil)
+	defer check.Close()
+	if n := capnwebtest.Await[float64](t, check.Main().Call("disposeCount", tok)); n != 1 {
+		t.Errorf("disposed %v times after the batch ended, want once", n)
 	}
 }
