@@ -62,6 +62,13 @@ func newCapabilitySet(ctx context.Context, in *instance, saved json.RawMessage) 
 			return nil, err
 		}
 	}
+	if d.reflect != nil {
+		if err := s.Install(ctx, reflectCapability(&Agent{name: d.name, h: in.h, p: in.key.Principal}), capability.Grant{
+			Strategy: capability.Strategy{Kind: capability.PreApproved}, Approved: true, By: "the operator", Silent: true}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if d.rehydrate != nil {
 		d.rehydrate(ctx, in.key.Principal.String(), s)
 	}

@@ -43,6 +43,10 @@ type Definition struct {
 	// Preinstall names capabilities of Capabilities that every new instance holds from the
 	// start, under the operator's default strategy; nil means none (deny by default).
 	Preinstall []string
+	// Reflect, when set, gives every instance the reflect capability (reflect.run, for its
+	// rules and its model) and, with Every, runs reflect phases on a schedule
+	// (docs/self-development.md). Nil means neither.
+	Reflect *ReflectOptions
 	// Rehydrate, when set, installs what an instance keeps outside the store — the
 	// capabilities its factory committed as files (factory.Options.Rehydrate) — into its
 	// capability set as it loads, before the set's saved state is restored, so that those get
@@ -77,6 +81,7 @@ type Fact struct {
 
 // definition is a checked Definition.
 type definition struct {
+	src        Definition // as given: a fork's is made of it (image.go)
 	name       string
 	policy     *Policy
 	tools      map[string]Tool
@@ -85,6 +90,7 @@ type definition struct {
 	catalog    *capability.Catalog
 	preinstall []string
 	rehydrate  func(context.Context, string, *capability.Set)
+	reflect    *ReflectOptions
 	model      Model
 	now        func() time.Time
 	knowledge  *knowledge
@@ -163,6 +169,7 @@ type Host struct {
 
 	quit chan struct{}
 	done chan struct{}
+	bg   sync.WaitGroup // goroutines besides the janitor: the reflect schedule
 	once sync.Once
 	// pool runs turns on goroutines that keep their grown stacks: a turn evaluates CEL, which
 	// grows a new goroutine's stack every time (runtime.copystack was a fifth of a turn's CPU).
@@ -205,7 +212,7 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 	if _, err := compile(pol); err != nil {
 		return nil, err
 	}
-	d := &definition{name: def.Name, policy: pol.clone(), tools: maps.Clone(def.Tools), toolHelp: maps.Clone(def.ToolHelp),
+	d := &definition{src: *def, name: def.Name, policy: pol.clone(), tools: maps.Clone(def.Tools), toolHelp: maps.Clone(def.ToolHelp),
 		model: def.Model, now: def.Now, knowledge: &knowledge{}, sessions: def.Sessions, modelName: def.ModelName}
 	if d.sessions.Window == 0 { // the policy's context budget (its default), at least the session's least
 		d.sessions.Window = session.DefaultWindow
@@ -223,7 +230,7 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		d.now = time.Now
 	}
 	d.catalog, d.preinstall = def.Capabilities, slices.Clone(def.Preinstall)
-	d.rehydrate = def.Rehydrate
+	d.rehydrate, d.reflect = def.Rehydrate, def.Reflect
 	if d.catalog == nil {
 		d.catalog = capability.NewCatalog()
 	}
@@ -268,6 +275,10 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		h.audit = capability.NewMemoryAudit(0)
 	}
 	go h.janitor()
+	if d.reflect != nil && d.reflect.Every > 0 {
+		h.bg.Add(1)
+		go h.reflectEvery(d.reflect.Every)
+	}
 	return h, nil
 }
 
@@ -301,6 +312,7 @@ func (h *Host) Close() error {
 	h.once.Do(func() {
 		close(h.quit)
 		<-h.done // the janitor
+		h.bg.Wait()
 		h.mu.Lock()
 		h.shut = true
 		entries := make([]*hostEntry, 0, len(h.live))

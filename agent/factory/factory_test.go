@@ -274,3 +274,51 @@ func edit(t *testing.T, path, old, new string) {
 		t.Fatal(err)
 	}
 }
+
+type fakeSelf struct{}
+
+func (fakeSelf) Memory(context.Context, string, int) (any, error) { return nil, nil }
+func (fakeSelf) Policy(context.Context) (any, error)              { return nil, nil }
+func (fakeSelf) Uses(context.Context) (map[string][]string, error) {
+	return map[string][]string{"clock": {"tell-time"}, "*": {"think"}}, nil
+}
+
+// impact is the blast radius of changing a capability: the rules that call it, the rules that
+// consult the model, and the Starlark capabilities whose code loads it.
+func TestImpact(t *testing.T) {
+	t.Parallel()
+	pool := sandbox.New(nil)
+	t.Cleanup(func() { pool.Close() })
+	ctx := t.Context()
+	set := capability.NewSet(&capability.SetOptions{Principal: "alice"})
+	t.Cleanup(set.Close)
+	if err := set.Install(ctx, capability.Clock(nil), capability.Grant{Strategy: capability.Strategy{Kind: capability.PreApproved}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := factory.Offer(&factory.Options{Dir: t.TempDir(), Pool: pool}).New(ctx, capability.Env{Principal: "alice", Set: set, Self: fakeSelf{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Install(ctx, f, capability.Grant{Strategy: capability.Strategy{Kind: capability.PreApproved}}); err != nil {
+		t.Fatal(err)
+	}
+	fcall := func(method string, args any) string {
+		data, _ := json.Marshal(args)
+		out, err := set.Call(ctx, capability.Request{Capability: "factory", Method: method, Args: data, Origin: capability.Origin{Kind: capability.OriginModel}})
+		if err != nil {
+			t.Fatalf("factory.%s: %v", method, err)
+		}
+		return string(out)
+	}
+	fcall("create", map[string]any{"name": "greeter", "description": "greets", "methods": greetMethods,
+		"contract": map[string]any{"reads": []string{"clock:now"}}, "source": greeterSource, "tests": greeterTests})
+	fcall("create", map[string]any{"name": "echo", "description": "echoes", "methods": greetMethods,
+		"source": "def greet(name):\n    return name\n", "tests": "def test_echo():\n    pass\n"})
+	want := `{"capabilities":["greeter"],"capability":"clock","consults":["think"],"rules":["tell-time"]}`
+	if got := fcall("impact", map[string]any{"name": "clock"}); got != want {
+		t.Errorf("impact(clock) = %s, want %s", got, want)
+	}
+	if got := fcall("list", map[string]any{}); !strings.Contains(got, `"name":"echo"`) || !strings.Contains(got, `"loads":{"clock":["now"]}`) {
+		t.Errorf("list = %s", got)
+	}
+}
