@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 
@@ -100,6 +101,14 @@ func (m *mind) observe(ev Event) Observation {
 	if ev.Time.IsZero() {
 		ev.Time = m.now()
 	}
+	if limit := m.pol.src.Limits.TextBytes; len(ev.Text) > limit {
+		ev.Data = maps.Clone(ev.Data)
+		if ev.Data == nil {
+			ev.Data = map[string]string{}
+		}
+		ev.Data[truncatedKey] = strconv.Itoa(len(ev.Text))
+		ev.Text = cutUTF8(ev.Text, limit)
+	}
 	seq := m.v.newSeq()
 	o := Observation{ID: "o" + strconv.FormatInt(seq, 10), Seq: seq, Time: ev.Time.UTC(), Kind: ev.Kind,
 		Source: ev.Source, Context: ev.Context, Text: ev.Text, Data: maps.Clone(ev.Data)}
@@ -113,6 +122,13 @@ func (m *mind) integrate(ctx context.Context, o Observation, run *Run) error {
 }
 
 func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, depth int) error {
+	if n := o.Data[truncatedKey]; n != "" && o.Source.Kind == SourceUser {
+		// Rules judge what they read: a message cut short would be judged on a part of itself.
+		run.Failure = "Your message is " + n + " bytes long; I read messages of at most " +
+			strconv.Itoa(m.pol.src.Limits.TextBytes) + " bytes."
+		m.record(run, Entry{Kind: EntryThought, Text: "message refused: " + n + " bytes, over the limit"})
+		return errTooLong
+	}
 	m.trimWorking()
 	cmd, args := splitCommand(o.Text)
 	pending, ok := m.v.pendingFor(o.Context.Task)
@@ -127,6 +143,9 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	}
 	fired := 0
 	var firstErr error
+	// The input's size picks each rule's cost tier (policy.go): the event's strings, and the
+	// last result's once a rule has fired.
+	size := len(o.Text) + len(args) + stringsSize(o.Data)
 	// The state the rules see changes only when one fires: it is computed then, not per rule.
 	stale := true
 	act, err := cel.NewActivation(vars)
@@ -142,10 +161,13 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 				"model": boolInt(m.hasModel)}
 			stale = false
 		}
-		out, _, err := r.when.Eval(act)
+		out, _, err := r.when.at(size).Eval(act)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
 			m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
+			if r.axiom {
+				return m.axiomFailed(run, r, firstErr)
+			}
 			continue
 		}
 		if ok, _ := out.Value().(bool); !ok {
@@ -153,7 +175,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		}
 		params := map[string]string{}
 		for name, prg := range r.params {
-			v, _, err := prg.Eval(act)
+			v, _, err := prg.at(size).Eval(act)
 			if err == nil {
 				s, isStr := v.Value().(string)
 				if !isStr {
@@ -169,6 +191,9 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			}
 		}
 		if params == nil {
+			if r.axiom {
+				return m.axiomFailed(run, r, firstErr)
+			}
 			continue
 		}
 		fired++
@@ -178,6 +203,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 			Entry{Kind: EntryCall, Rule: r.Name, Action: r.Action, Params: params})
 		res, follow := m.act(ctx, r, o, params, run, depth)
 		setLast(last, res)
+		size = len(o.Text) + len(args) + stringsSize(o.Data) + stringsSize(last)
 		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
 		switch r.Action {
 		case Reply:
@@ -198,6 +224,40 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		}
 	}
 	return firstErr
+}
+
+// truncatedKey is the data key of an observation whose text was cut to Limits.TextBytes: its
+// full length in bytes.
+const truncatedKey = "truncated"
+
+// errTooLong is the run error of a user's message over Limits.TextBytes.
+var errTooLong = errors.New("agent: the message is longer than the rules read")
+
+// axiomFailed ends a run whose axiom could not be evaluated: axioms bind the agent, so one it
+// cannot check fails the run closed rather than being skipped.
+func (m *mind) axiomFailed(run *Run, r *compiledRule, err error) error {
+	run.Failure = "I could not check this message against my rule " + strconv.Quote(r.Name) + ", so I did not act on it."
+	return err
+}
+
+// stringsSize is the total length of m's keys and values.
+func stringsSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// cutUTF8 returns s cut to at most n bytes, at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // trimWorking applies the working-memory limits.

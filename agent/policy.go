@@ -82,8 +82,16 @@ type Rule struct {
 
 // Limits are the meta-level validation rules: frozen, no proposal can change them.
 type Limits struct {
-	// CostLimit caps the CEL cost of one evaluation; zero means 10000.
+	// CostLimit caps the CEL cost of one evaluation of a rule on an event whose strings (its
+	// text, data and the last result) total at most 1 KiB; zero means 10000. CEL charges string
+	// functions by length, so the cap grows with the input: eight times as much for up to 8 KiB,
+	// 64 times for up to 64 KiB (see TextBytes).
 	CostLimit uint64 `json:"costLimit,omitempty"`
+	// TextBytes bounds the text of an observation: a user's message longer than that is refused
+	// before any rule runs (its turn fails, saying so), and a longer tool result or model answer
+	// is logged cut to that length, with data "truncated" holding its full length. Zero means
+	// 64 KiB, the most it may be.
+	TextBytes int `json:"textBytes,omitempty"`
 	// ReplayWindow is how many recent observations a proposal is replayed on; zero means 100.
 	ReplayWindow int `json:"replayWindow,omitempty"`
 	// MaxEdits proposals may be applied per EditWindow; zero means 3.
@@ -124,6 +132,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.PromoteAfter, 3)
 	def(&l.ContextTokens, 4096)
 	def(&l.ModelSteps, 4)
+	if l.TextBytes <= 0 || l.TextBytes > maxTextBytes {
+		l.TextBytes = maxTextBytes
+	}
 	if l.EditWindow <= 0 {
 		l.EditWindow = time.Hour
 	}
@@ -154,8 +165,33 @@ var ErrInvalidRule = errors.New("agent: invalid rule")
 type compiledRule struct {
 	Rule
 	axiom  bool
-	when   cel.Program
-	params map[string]cel.Program
+	when   tiered
+	params map[string]tiered
+}
+
+// maxTextBytes is the most Limits.TextBytes may be: the input the largest cost tier serves.
+const maxTextBytes = 64 << 10
+
+// costTiers are the input sizes (total bytes of an event's strings) each program of a rule
+// serves, smallest first; the program for tier i has Limits.CostLimit times costFactor[i].
+var (
+	costTiers  = [...]int{1 << 10, 8 << 10, maxTextBytes}
+	costFactor = [...]uint64{1, 8, 64}
+)
+
+// tiered is one CEL expression compiled once per cost tier: CEL charges string functions by
+// the length of their arguments, so a cap that lets a rule read a sentence would refuse it a
+// page, and an axiom that cannot be evaluated must not simply be skipped.
+type tiered [len(costTiers)]cel.Program
+
+// at returns the program for an input of size bytes (the largest tier beyond it).
+func (t *tiered) at(size int) cel.Program {
+	for i, n := range costTiers {
+		if size <= n {
+			return t[i]
+		}
+	}
+	return t[len(t)-1]
 }
 
 type compiledPolicy struct {
@@ -222,7 +258,7 @@ func compileRule(r Rule, costLimit uint64) (*compiledRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: rule %q: when: %v", ErrInvalidRule, r.Name, err)
 	}
-	c := &compiledRule{Rule: r, when: when, params: map[string]cel.Program{}}
+	c := &compiledRule{Rule: r, when: when, params: map[string]tiered{}}
 	for _, p := range spec.required {
 		if _, ok := r.Params[p]; !ok {
 			return nil, fmt.Errorf("%w: rule %q: action %s needs parameter %q", ErrInvalidRule, r.Name, r.Action, p)
@@ -241,13 +277,21 @@ func compileRule(r Rule, costLimit uint64) (*compiledRule, error) {
 	return c, nil
 }
 
-func program(src string, want *cel.Type, costLimit uint64) (cel.Program, error) {
+func program(src string, want *cel.Type, costLimit uint64) (tiered, error) {
+	var t tiered
 	ast, iss := celEnv.Compile(src)
 	if iss.Err() != nil {
-		return nil, iss.Err()
+		return t, iss.Err()
 	}
 	if got := ast.OutputType(); !got.IsExactType(want) && !got.IsExactType(cel.DynType) {
-		return nil, fmt.Errorf("%q has type %s, want %s", src, got, want)
+		return t, fmt.Errorf("%q has type %s, want %s", src, got, want)
 	}
-	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+	for i, f := range costFactor {
+		prg, err := celEnv.Program(ast, cel.CostLimit(costLimit*f), cel.EvalOptions(cel.OptOptimize))
+		if err != nil {
+			return t, err
+		}
+		t[i] = prg
+	}
+	return t, nil
 }
