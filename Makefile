@@ -53,6 +53,7 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRequest$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzFreeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./netguard
+	$(GO) test -run='^$$' -fuzz='^FuzzPayload$$' -fuzztime=$(FUZZTIME) ./x402
 
 bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/a2aproject/a2a-go/v2 v2.4.0
 	github.com/coder/websocket v1.8.14
+	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/google/cel-go v0.31.0
 	github.com/google/go-cmp v0.7.0
