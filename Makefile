@@ -36,6 +36,7 @@ interop: npm ## only the interop tests against the real npm peers and the browse
 fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzSession$$' -fuzztime=$(FUZZTIME) ./capnweb
+	$(GO) test -run='^$$' -fuzz='^FuzzSessionBudget$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeRawMessage$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzCaptureJSON$$' -fuzztime=$(FUZZTIME) ./capnweb
 	$(GO) test -run='^$$' -fuzz='^FuzzRawLookup$$' -fuzztime=$(FUZZTIME) ./capnweb

@@ -65,7 +65,9 @@ func (d *Deferred) Resolve(v any, err error) {
 	// for the calls the result made ready.
 	s.passes.Add(1)
 	d.p.resolve(resultHook(v, err, s))
-	s.callDone()
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
 	s.endPass()
 }
 

@@ -65,9 +65,12 @@
 //
 // # Safety
 //
-// Every input is bounded (Limits): message size, nesting depth, bigint digits, table sizes and
-// running calls. A peer that crosses a limit or breaks the protocol gets an abort message and
-// its session ends (WebSocket close code 3000); other sessions are unaffected. Errors a method
+// Every input is bounded (Limits): message size, nesting depth, bigint digits and running
+// calls; and so is the memory a session holds for its peer (Limits.MaxHeldBytes: its tables,
+// unpulled and unreleased results, queued calls, unsent answers), alone and, through a Pool,
+// together with other sessions. A peer that crosses a limit or breaks the protocol gets an
+// abort message saying which, and its session ends (WebSocket close code 3000); other sessions
+// are unaffected. SetLimits changes a session's limits from a method (after a login, say). Errors a method
 // returns reach the peer as *Error values; other Go errors are sent as "internal error" unless
 // Options.SendError says otherwise, so internal detail does not leak.
 package capnweb

@@ -84,6 +84,17 @@ type abortError struct {
 
 func (e *abortError) Error() string { return e.msg }
 
+// As makes an abortError also an *Error: the one its abort message carries. So a SendError that
+// passes *Error values through as they are (the A2A binding's) sends the reason, not "internal
+// error".
+func (e *abortError) As(target any) bool {
+	if p, ok := target.(**Error); ok {
+		*p = &Error{Name: e.name, Message: e.msg}
+		return true
+	}
+	return false
+}
+
 // ArgError is the error of a call to a Go method or func whose argument does not convert to
 // its parameter's type (Decode's rules). The peer gets it as a TypeError whose message is
 // Error's, unless Options.SendError maps it to something else (an API's own "invalid

@@ -620,7 +620,7 @@ func (s *Session) getExport(fid float64) (hook, error) {
 }
 
 // maxDepth, resolveJSON and argsJSON make the session a jsonWanter.
-func (s *Session) maxDepth() int { return s.limits.MaxDepth }
+func (s *Session) maxDepth() int { return s.lim().MaxDepth }
 
 // resolveJSON: the value of import id is wanted as JSON when its promise is decoded into a
 // json.RawMessage (markJSON).
@@ -677,8 +677,8 @@ func (s *Session) importStub(fid float64) (hook, error) {
 	}
 	e := s.imports[id]
 	if e == nil || e.gone {
-		if len(s.imports) >= s.limits.MaxImports {
-			return nil, protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
+		if err := s.admitImportLocked(); err != nil {
+			return nil, err
 		}
 		e = &importEntry{id: id}
 		s.imports[id] = e
@@ -703,8 +703,8 @@ func (s *Session) importPromise(fid float64) (hook, error) {
 	if s.imports[id] != nil {
 		return nil, protocolErrorf("The peer sent a promise reusing an existing export ID.")
 	}
-	if len(s.imports) >= s.limits.MaxImports {
-		return nil, protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
+	if err := s.admitImportLocked(); err != nil {
+		return nil, err
 	}
 	e := &importEntry{id: id, remoteRefs: 1, promise: true, pulled: true}
 	s.imports[id] = e
@@ -743,10 +743,11 @@ func (s *Session) handle(raw []byte) error {
 	b := s.busyState()
 	var pc pushedCall
 	if readPushedCall(raw, b.strs, &pc) {
-		return s.pushCall(&pc)
+		return s.pushCall(&pc, len(raw))
 	}
 	var top [4]any // the message's elements: every message has fewer
-	n, scratch, err := parseMessage(raw, 2*s.limits.MaxDepth+8, b.scratch, b.strs, &top, s)
+	lim := s.lim()
+	n, scratch, err := parseMessage(raw, 2*lim.MaxDepth+8, b.scratch, b.strs, &top, s)
 	b.scratch = scratch
 	if err != nil {
 		return &abortError{name: "SyntaxError", msg: err.Error()}
@@ -756,13 +757,13 @@ func (s *Session) handle(raw []byte) error {
 	}
 	msg := top[:n]
 	kind, _ := msg[0].(string)
-	ev := evaluator{im: s, lim: &s.limits}
+	ev := evaluator{im: s, lim: lim}
 	switch kind {
 	case "push", "stream":
 		if len(msg) != 2 {
 			return s.badMessage(raw)
 		}
-		id, err := s.reservePush()
+		id, err := s.reservePush(len(raw))
 		if err != nil {
 			return err
 		}
@@ -781,7 +782,7 @@ func (s *Session) handle(raw []byte) error {
 		default:
 			h = newValueHookPlain(v, true, !ev.impure, s)
 		}
-		s.exportPushed(id, h, kind == "stream")
+		s.exportPushed(id, h, kind == "stream", len(raw))
 		if kind == "stream" {
 			return s.ensureResolving(id)
 		}
@@ -792,13 +793,13 @@ func (s *Session) handle(raw []byte) error {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if len(s.exports) >= s.limits.MaxExports {
-			return protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+		if err := s.admitExportLocked(entryCost); err != nil {
+			return err
 		}
 		id := s.nextPushID
 		s.nextPushID++
 		rs, w := newPipe(s)
-		s.exports[id] = &exportEntry{h: w, refs: 1, pipeReadable: rs}
+		s.exports[id] = &exportEntry{h: w, refs: 1, pipeReadable: rs, held: entryCost}
 		return nil
 	case "pull":
 		if len(msg) != 2 {
@@ -825,7 +826,8 @@ func (s *Session) handle(raw []byte) error {
 		}
 		var res hook
 		if kind == "resolve" {
-			res = newValueHookPlain(v, true, !ev.impure, s)
+			// Held until our program releases the promise: the message bounds what it holds.
+			res = s.holdValue(newValueHookPlain(v, true, !ev.impure, s), int64(len(raw)))
 		} else {
 			e, ok := v.(*Error)
 			if !ok {
@@ -871,8 +873,8 @@ func (s *Session) handle(raw []byte) error {
 // is an earlier call's promise, settled to a scalar already (as in a chain of calls, each run as
 // it arrived), is replaced by its value here, as the evaluator would, without building the
 // ["pipeline", ID] array first.
-func (s *Session) pushCall(pc *pushedCall) error {
-	id, err := s.reservePush()
+func (s *Session) pushCall(pc *pushedCall, size int) error {
+	id, err := s.reservePush(size)
 	if err != nil {
 		return err
 	}
@@ -894,12 +896,12 @@ func (s *Session) pushCall(pc *pushedCall) error {
 		}
 	}
 	path, args := pc.tree()
-	ev := evaluator{im: s, lim: &s.limits}
+	ev := evaluator{im: s, lim: s.lim()}
 	r, err := ev.call(h, path, args, args)
 	if err != nil {
 		return err
 	}
-	s.exportPushed(id, r, false)
+	s.exportPushed(id, r, false, size)
 	return nil
 }
 
@@ -912,22 +914,25 @@ func isScalar(v any) bool {
 	return false
 }
 
-// reservePush takes the export ID of the next push or stream message.
-func (s *Session) reservePush() (int64, error) {
+// reservePush takes the export ID of the next push or stream message, of size bytes: its entry
+// is charged the message, which bounds what the call's arguments or the pushed value hold, until
+// the peer releases it (exportPushed).
+func (s *Session) reservePush(size int) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.exports) >= s.limits.MaxExports {
-		return 0, protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+	if err := s.admitExportLocked(entryCost + int64(size)); err != nil {
+		return 0, err
 	}
 	id := s.nextPushID
 	s.nextPushID++
 	return id, nil
 }
 
-// exportPushed exports h, the result of a push or stream message, under the ID reservePush gave.
-func (s *Session) exportPushed(id int64, h hook, autoRelease bool) {
+// exportPushed exports h, the result of a push or stream message of size bytes, under the ID
+// reservePush gave.
+func (s *Session) exportPushed(id int64, h hook, autoRelease bool, size int) {
 	s.mu.Lock()
-	s.exports[id] = &exportEntry{h: h, refs: 1, autoRelease: autoRelease}
+	s.exports[id] = &exportEntry{h: h, refs: 1, autoRelease: autoRelease, held: entryCost + int64(size)}
 	s.mu.Unlock()
 }
 

@@ -269,6 +269,17 @@ func (s *Session) runReadyLocked(r *execRun, ctx context.Context) bool {
 		if len(s.execQ) == 0 {
 			s.execQ = nil // its array, drained, is busyState.execBuf
 		}
+		if max := s.lim().MaxPendingCalls; s.running >= max {
+			// Queued calls do not count: this one would be one more running.
+			err := protocolErrorf("too many pending calls (limit %d)", max)
+			go s.shutdown(err, true)
+			s.mu.Unlock()
+			s.uncharge(callCost)
+			t.p.resolve(errorHook{err})
+			s.mu.Lock()
+			continue
+		}
+		s.running++
 		s.mu.Unlock()
 
 		r.calls.Add(1)
@@ -279,6 +290,7 @@ func (s *Session) runReadyLocked(r *execRun, ctx context.Context) bool {
 		}
 		v, err := t.body(ctx)
 		r.calls.Add(1)
+		s.uncharge(callCost)
 		s.mu.Lock()
 		s.running--
 		if s.execBlocked == r {
@@ -380,10 +392,22 @@ func (s *Session) run(prepare func(ctx context.Context) error, body func(ctx con
 		s.enqueueLocked(execTask{body: body, p: p})
 		return p
 	}
+	// Awaiting its arguments, the call holds a goroutine: it counts as running.
+	if max := s.lim().MaxPendingCalls; s.running >= max {
+		err := protocolErrorf("too many pending calls (limit %d)", max)
+		go s.shutdown(err, true)
+		s.uncharge(callCost)
+		return errorHook{err}
+	}
+	s.running++
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := prepare(s.ctx); err != nil {
+		err := prepare(s.ctx)
+		s.mu.Lock()
+		s.running--
+		s.mu.Unlock()
+		if err != nil {
 			s.callDone()
 			p.resolve(errorHook{err})
 			return
@@ -393,17 +417,16 @@ func (s *Session) run(prepare func(ctx context.Context) error, body func(ctx con
 	return p
 }
 
-// admitLocked counts a new local call, or returns the error hook that refuses it. Caller holds
-// mu.
+// admitLocked charges a new local call to the budget (callDone gives it back), or returns the
+// error hook that refuses it. It does not count the call as running: a call runs once it leaves
+// the queue (runReadyLocked). Caller holds mu.
 func (s *Session) admitLocked() hook {
 	if s.err != nil {
 		return errorHook{s.err}
 	}
-	if s.running >= s.limits.MaxPendingCalls {
-		go s.shutdown(protocolErrorf("too many pending calls (limit %d)", s.limits.MaxPendingCalls), true)
-		return errorHook{protocolErrorf("too many pending calls")}
+	if err := s.charge(callCost); err != nil {
+		return errorHook{err}
 	}
-	s.running++
 	return nil
 }
 
@@ -494,10 +517,9 @@ func (s *Session) enqueueOrFail(t execTask) bool {
 	return true
 }
 
+// callDone gives back what admitLocked charged for a call that ends without running.
 func (s *Session) callDone() {
-	s.mu.Lock()
-	s.running--
-	s.mu.Unlock()
+	s.uncharge(callCost)
 }
 
 // spawn runs fn in a tracked goroutine and returns the promise of its result (no ordering).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 )
 
 // A hook is what a stub points at: a local Go value, a settled value, a pending local result,
@@ -333,13 +334,13 @@ func (p *promiseHook) release() {
 // Go methods are not owned: their targets are exported afresh whenever they are serialized.
 // It holds a reference to each Disposer target in its value (held), as long as it lives.
 type valueHook struct {
-	mu    sync.Mutex
-	v     any
-	refs  int32
-	owned bool
-	plain bool // isPlain(v): pulls share v, and releasing it does nothing
-	exec  *Session
-	held  *[]*localHook // the targets in v (holdTargets), if any: only values made in Go have some
+	v       any
+	refs    atomic.Int32
+	charged int32 // bytes charged to exec's budget (holdValue), given back with the last reference
+	owned   bool
+	plain   bool // isPlain(v): pulls share v, and releasing it does nothing
+	exec    *Session
+	held    *[]*localHook // the targets in v (holdTargets), if any: only values made in Go have some
 }
 
 // newValueHook holds v, a value made in Go or a part of one (which may hold targets).
@@ -355,23 +356,22 @@ func newValueHook(v any, owned bool, exec *Session) *valueHook {
 // newValueHookPlain holds v, received from the peer (which holds no targets), whose
 // plainness the caller knows.
 func newValueHookPlain(v any, owned, plain bool, exec *Session) *valueHook {
-	return &valueHook{v: v, owned: owned, plain: plain, refs: 1, exec: exec}
+	h := &valueHook{v: v, owned: owned, plain: plain, exec: exec}
+	h.refs.Store(1)
+	return h
 }
 
 func (h *valueHook) dup() hook {
-	h.mu.Lock()
-	h.refs++
-	h.mu.Unlock()
+	h.refs.Add(1)
 	return h
 }
 
 func (h *valueHook) release() {
-	h.mu.Lock()
-	h.refs--
-	last := h.refs == 0
-	h.mu.Unlock()
-	if !last {
+	if h.refs.Add(-1) != 0 {
 		return
+	}
+	if h.charged != 0 {
+		h.exec.uncharge(int64(h.charged))
 	}
 	if h.owned && !h.plain {
 		releaseValue(h.v)
@@ -403,7 +403,12 @@ func (h *valueHook) get(path []any) hook {
 			if h.plain && h.held == nil {
 				return newValueHookPlain(v, true, true, h.exec)
 			}
-			return newValueHook(copyValue(v), true, h.exec)
+			if !hasRefs(v) {
+				return newValueHook(v, true, h.exec)
+			}
+			// A copy of its containers: held as long as its own references are.
+			cv := dupValue(v)
+			return h.exec.holdValue(newValueHook(cv, true, h.exec), heldSize(cv))
 		})
 }
 

@@ -26,9 +26,22 @@ type HandlerOptions struct {
 	// OriginPatterns lists the host patterns (path.Match syntax) allowed to open a WebSocket from
 	// a browser page of another origin. Nil allows same-origin pages and non-browser clients only.
 	OriginPatterns []string
-	// MaxBatchBytes bounds an HTTP batch request body. Zero means Session.Limits.MaxMessageSize
-	// (16 MiB by default).
+	// MaxBatchBytes bounds an HTTP batch request body. Zero means the session's
+	// Limits.MaxMessageSize (32 MiB by default). A body over the session's MaxHeldBytes is
+	// refused too: it would be held whole.
 	MaxBatchBytes int64
+	// BatchBase and BatchPerByte bound what one HTTP batch may make the server hold, its answer
+	// included: BatchBase bytes plus BatchPerByte times the size of its request, and never more
+	// than the session's Limits.MaxHeldBytes. A batch is answered all at once, so what it pulls
+	// is held until the end; this keeps a small request from making the server build a huge
+	// answer. Over it, the answer is an abort message alone (docs/capnweb.md). Zero means 8 MiB
+	// and 16; a negative BatchBase, no bound beyond MaxHeldBytes.
+	BatchBase    int64
+	BatchPerByte int
+	// SessionOptions, when set, gives the options of the session serving r, whose main object
+	// newMain returned (for example tighter limits and a pool of their own for a request without
+	// credentials). A nil result means Session.
+	SessionOptions func(r *http.Request, main any) *Options
 	// BatchTimeout bounds how long a batch waits for its pulled results. Zero means 60 s. When it
 	// passes, the response carries what has settled.
 	BatchTimeout time.Duration
@@ -160,20 +173,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(code), code)
 		return
 	}
+	opts := &h.opts.Session
+	if h.opts.SessionOptions != nil {
+		if o := h.opts.SessionOptions(r, main); o != nil {
+			opts = o
+		}
+	}
 	if isWS {
-		h.serveWebSocket(w, r, main)
+		h.serveWebSocket(w, r, main, opts)
 		return
 	}
-	h.serveBatch(w, r, main)
+	h.serveBatch(w, r, main, opts)
 }
 
-func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main any) {
+func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main any, opts *Options) {
 	c, err := ws.Accept(w, r, &ws.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
 	if err != nil {
 		return // Accept has answered the request
 	}
-	t := newWSTransport(c, h.opts.Session.Limits.withDefaults().MaxMessageSize, h.opts.ReadSpin)
-	s := newSession(t, main, &h.opts.Session, notBatch, false)
+	t := newWSTransport(c, opts.Limits.withDefaults().MaxMessageSize, h.opts.ReadSpin)
+	s := newSession(t, main, opts, notBatch, false)
 	if !h.track(s) {
 		s.shutdown(ErrSessionClosed, false)
 		s.serve()
@@ -189,11 +208,13 @@ func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, main an
 	s.serveAsync(func() { stop(); h.untrack(s) })
 }
 
-func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
+func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any, opts *Options) {
+	lim := opts.Limits.withDefaults()
 	limit := h.opts.MaxBatchBytes
 	if limit <= 0 {
-		limit = int64(h.opts.Session.Limits.withDefaults().MaxMessageSize)
+		limit = int64(lim.MaxMessageSize)
 	}
+	limit = min(limit, heldLimit(&lim))
 	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -208,13 +229,16 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
 	if len(body) > 0 {
 		msgs = bytes.Split(body, []byte("\n"))
 	}
-	t := &batchServerTransport{in: msgs, allIn: make(chan struct{}), closed: make(chan struct{})}
-	s := newSession(t, main, &h.opts.Session, batchServer, false)
+	t := &batchServerTransport{in: msgs, allIn: make(chan struct{}), closed: make(chan struct{}),
+		capHeld: func(held int64) int64 { return h.batchBudget(held, len(body)) }}
+	s := newSession(t, main, opts, batchServer, false)
 	if !h.track(s) {
 		s.Close()
 		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	// The request is held whole until the batch ends.
+	s.charge(int64(len(body)))
 	defer h.untrack(s)
 	s.wg.Add(1)
 	h.readers.Go(s.readLoop)
@@ -233,6 +257,17 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
 	s.flush()
 	failed := s.Err()
 	s.Close()
+	if isBudgetError(failed) {
+		// The answer is what went over the budget: the abort message alone says why, in a body
+		// the stock clients read (they read no body of an error status).
+		enc := encoder{s: s}
+		enc.b = append(enc.b, `["abort",`...)
+		enc.errorValue(s.wireError(failed), 0)
+		enc.b = append(enc.b, ']')
+		w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
+		w.Write(enc.b)
+		return
+	}
 	if failed != nil && !errors.Is(failed, ErrSessionClosed) {
 		w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
 		w.WriteHeader(http.StatusBadRequest)
@@ -241,6 +276,25 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, main any) {
 	}
 	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
 	w.Write(t.response())
+}
+
+// batchBudget is the MaxHeldBytes of a batch of size request bytes, for a session whose
+// MaxHeldBytes is held (see HandlerOptions.BatchBase).
+func (h *Handler) batchBudget(held int64, size int) int64 {
+	base, per := h.opts.BatchBase, int64(h.opts.BatchPerByte)
+	switch {
+	case base < 0:
+		return held
+	case base == 0:
+		base = 8 << 20
+	}
+	if per <= 0 {
+		per = 16
+	}
+	if int64(size) > (held-base)/per { // base + per*size > held, without overflow
+		return held
+	}
+	return base + per*int64(size)
 }
 
 // drain waits until every pulled export has been answered and queued, or ctx ends.
@@ -259,6 +313,9 @@ func (s *Session) drain(ctx context.Context) {
 }
 
 type batchServerTransport struct {
+	// capHeld bounds the batch's MaxHeldBytes, given the session's (see batchBudget).
+	capHeld func(held int64) int64
+
 	mu     sync.Mutex
 	in     [][]byte
 	out    lines // the response
@@ -350,9 +407,12 @@ const presizeMax = 1 << 20
 
 type wsTransport struct {
 	c    *ws.Conn
-	max  int
+	max  atomic.Int64  // the session's MaxMessageSize (SetLimits may change it)
 	msgs atomic.Uint64 // messages received and sent: what the keeper (keep.go) watches
 }
+
+// setMaxMessage makes the transport refuse messages over n bytes from the next one on.
+func (t *wsTransport) setMaxMessage(n int) { t.max.Store(int64(n)) }
 
 // wsIdleAfter is how long a WebSocket session waits for a message before its read loop parks
 // or moves to a fresh goroutine (see errTransportIdle). Short, because a session that went quiet
@@ -364,7 +424,9 @@ var wsIdleAfter = 100 * time.Millisecond
 func newWSTransport(c *ws.Conn, maxMessage int, spin time.Duration) *wsTransport {
 	c.IdleAfter = wsIdleAfter
 	c.SpinWait = readSpin(spin)
-	return &wsTransport{c: c, max: maxMessage}
+	t := &wsTransport{c: c}
+	t.setMaxMessage(maxMessage)
+	return t
 }
 
 // Send and Receive ignore ctx: Close unblocks both.
@@ -396,13 +458,14 @@ func (t *wsTransport) Park(wake func()) bool { return t.c.Park(wake) }
 
 func (t *wsTransport) Receive(context.Context) ([]byte, error) {
 	// The limit is ours to enforce, so that the peer gets an abort saying why.
-	typ, msg, err := t.c.ReadMessage(t.max)
+	max := int(t.max.Load())
+	typ, msg, err := t.c.ReadMessage(max)
 	var ce *ws.CloseError
 	switch {
 	case err == ws.ErrIdle:
 		return nil, errTransportIdle
 	case errors.Is(err, ws.ErrTooBig):
-		return nil, typeErrorf("Incoming message exceeds maximum size of %d bytes.", t.max)
+		return nil, typeErrorf("Incoming message exceeds maximum size of %d bytes.", max)
 	case errors.As(err, &ce):
 		return nil, fmt.Errorf("peer closed WebSocket: %d %s", ce.Code, ce.Reason)
 	case err != nil:
@@ -564,7 +627,7 @@ func (t *batchClientTransport) post(body []byte) {
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("RPC request failed: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		}
-		limit := int64(t.s.limits.MaxMessageSize) + 1
+		limit := int64(t.s.lim().MaxMessageSize) + 1
 		data, err := readAll(io.LimitReader(resp.Body, limit), resp.ContentLength, limit)
 		if err != nil {
 			return err

@@ -51,9 +51,9 @@ func DecodeForTest(data []byte, main any) (evalErr, msgErr error) {
 	defer b.Close(nil)
 	s := NewSession(a, main, nil)
 	defer s.Close()
-	v, err := parseJSON(data, 2*s.limits.MaxDepth+8)
+	v, err := parseJSON(data, 2*s.lim().MaxDepth+8)
 	if err == nil {
-		ev := evaluator{im: s, lim: &s.limits}
+		ev := evaluator{im: s, lim: s.lim()}
 		var r any
 		if r, err = ev.evaluate(v); err == nil {
 			releaseValue(r)

@@ -290,7 +290,7 @@ func applyMap(s *Session, input any, captures []hook, instrs []any) hook {
 	parsed := make([]any, len(instrs))
 	lim := DefaultLimits
 	if s != nil {
-		lim = s.limits
+		lim = *s.lim()
 	}
 	for i, in := range instrs {
 		if r, ok := in.(rawJSON); ok {
@@ -350,7 +350,7 @@ func applyMap(s *Session, input any, captures []hook, instrs []any) hook {
 			}
 			out = append(out, r)
 		}
-		return newValueHook(out, true, s)
+		return s.holdValue(newValueHook(out, true, s), heldSize(out))
 	}
 	if rv := reflect.ValueOf(input); (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Type().Elem().Kind() != reflect.Uint8 {
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
@@ -365,7 +365,7 @@ func applyMap(s *Session, input any, captures []hook, instrs []any) hook {
 			}
 			out = append(out, r)
 		}
-		return newValueHook(out, true, s)
+		return s.holdValue(newValueHook(out, true, s), heldSize(out))
 	}
 	r, err := one(input)
 	if err != nil {

@@ -51,26 +51,44 @@ type Options struct {
 	SendError func(err error) *Error
 	// Logger receives session-level events (aborts). Nil means slog.Default().
 	Logger *slog.Logger
+	// Pool, when set, is memory the session shares with others: the bytes it holds for its peer
+	// (Limits.MaxHeldBytes) count toward Pool and the pools above it too. Nil means none.
+	Pool *Pool
 }
 
-// Limits bound a session's inputs. Crossing one aborts the session with a message saying which.
+// Limits bound what a peer may send a session and make it hold. Crossing one aborts the session
+// with a message saying which. See docs/capnweb.md, "Limits and budgets".
 type Limits struct {
-	MaxMessageSize  int // bytes per message; default 16 MiB (the JS library allows 32 Mi units)
+	// MaxMessageSize: bytes per message; default 32 MiB. (The JS library allows 32 Mi UTF-16
+	// code units: the same for ASCII text; a message of other text may have more bytes.)
+	MaxMessageSize  int
 	MaxDepth        int // nesting depth of an expression; default 256, as the JS library
 	MaxBigIntDigits int // default 16384, as the JS library
-	MaxImports      int // entries in the import table; default 65536
-	MaxExports      int // entries in the export table; default 65536
-	MaxPendingCalls int // local calls running at once for this peer; default 4096
+	// MaxImports and MaxExports bound the entries of the import and export tables; default 0,
+	// no count (the JS library has none): MaxHeldBytes bounds the tables. A count is a way to
+	// hold a peer to a few calls at a time (a connection that has not logged in, say).
+	MaxImports int
+	MaxExports int
+	// MaxPendingCalls bounds the local calls running at once for this peer: started and not
+	// finished — blocked (each holds a goroutine), settling through a Deferred, or awaiting an
+	// argument the peer has yet to resolve. Calls queued behind others do not count (a .map()
+	// over 10,000 elements queues 10,000 calls): the budget bounds them. Default 4096.
+	MaxPendingCalls int
+	// MaxHeldBytes bounds the memory the session holds for its peer at once, in bytes, as the
+	// session estimates it: its table entries and what the peer pushed, until released; its
+	// local calls until they return; results not yet pulled and released; values the peer sent
+	// for our promises, until released here; answers not yet written (an HTTP batch's whole
+	// answer). Default 64 MiB; negative, no bound (Options.Pool may still bound it).
+	MaxHeldBytes int64
 }
 
 // DefaultLimits are the limits used for zero fields of Options.Limits.
 var DefaultLimits = Limits{
-	MaxMessageSize:  16 << 20,
+	MaxMessageSize:  32 << 20,
 	MaxDepth:        256,
 	MaxBigIntDigits: 16384,
-	MaxImports:      1 << 16,
-	MaxExports:      1 << 16,
 	MaxPendingCalls: 4096,
+	MaxHeldBytes:    64 << 20,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -93,15 +111,22 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxPendingCalls > 0 {
 		d.MaxPendingCalls = l.MaxPendingCalls
 	}
+	if l.MaxHeldBytes != 0 {
+		d.MaxHeldBytes = l.MaxHeldBytes
+	}
 	return d
 }
+
+// full reports whether a table of n entries is at its count limit (0: none).
+func full(n, limit int) bool { return limit > 0 && n >= limit }
 
 // Session is one end of a capnweb connection. Both ends are alike: each may offer a main object
 // and call the other's.
 type Session struct {
 	t         Transport
 	sendError func(err error) *Error // Options.SendError
-	limits    Limits
+	limits    atomic.Pointer[Limits] // replaced whole by SetLimits
+	budget    budget                 // bytes held for the peer (budget.go)
 	log       *slog.Logger
 	batch     batchMode
 
@@ -129,6 +154,7 @@ type Session struct {
 	nextPushID      int64 // ID of the next push the peer sends us
 	nextImportID    int64 // ID of our next push
 	out             [][]byte
+	outBytes        int64         // the bytes of out, charged to the budget
 	writing         bool          // the write loop is sending a batch
 	writerActive    bool          // a write loop goroutine exists
 	writerIdle      bool          // it is lingering, waiting for messages
@@ -220,6 +246,7 @@ const (
 type exportEntry struct {
 	h            hook
 	refs         int
+	held         int64 // bytes charged to the budget for the entry, given back when it goes
 	pulling      bool
 	autoRelease  bool
 	answered     bool // a batch client's: its resolution is in the batch, or on its way there
@@ -273,7 +300,8 @@ func newSession(t Transport, main any, opts *Options, mode batchMode, startReade
 		o = *opts
 	}
 	s.sendError = o.SendError
-	s.limits = o.Limits.withDefaults()
+	l := o.Limits.withDefaults()
+	s.setLimits(l, o.Pool, true)
 	s.log = o.Logger
 	if s.log == nil {
 		s.log = slog.Default()
@@ -457,8 +485,8 @@ func (s *Session) readLoop() {
 			}
 			return
 		}
-		if len(msg) > s.limits.MaxMessageSize {
-			s.shutdown(typeErrorf("Incoming message exceeds maximum size of %d bytes.", s.limits.MaxMessageSize), true)
+		if max := s.lim().MaxMessageSize; len(msg) > max {
+			s.shutdown(typeErrorf("Incoming message exceeds maximum size of %d bytes.", max), true)
 			return
 		}
 		if inPass == 0 {
@@ -538,7 +566,7 @@ func (s *Session) endPass() {
 		s.mu.Unlock()
 		return
 	}
-	batch := s.takeOutLocked()
+	batch, size := s.takeOutLocked()
 	s.writing = true
 	s.mu.Unlock()
 	took, err := ts.TrySendBatch(batch)
@@ -546,8 +574,10 @@ func (s *Session) endPass() {
 	s.writing = false
 	if took {
 		s.recycleOutLocked(batch)
+		s.uncharge(size)
 	} else {
 		s.out = append(batch, s.out...)
+		s.outBytes += size
 	}
 	if len(s.out) > 0 {
 		s.kickWriterLocked()
@@ -644,12 +674,13 @@ func (s *Session) writeLoop() {
 			continue
 		}
 		yielded = false
-		batch := s.takeOutLocked()
+		batch, size := s.takeOutLocked()
 		s.writing = true
 		s.mu.Unlock()
 		if err := s.sendAll(batch); err != nil {
 			s.shutdown(fmt.Errorf("capnweb: transport: %w", err), false)
 		}
+		s.uncharge(size)
 		s.mu.Lock()
 		s.recycleOutLocked(batch)
 		s.writing = false
@@ -678,11 +709,12 @@ func lingerFor(t **time.Timer, wake <-chan struct{}) bool {
 	}
 }
 
-// takeOutLocked takes the outbound queue to send it. Caller holds mu.
-func (s *Session) takeOutLocked() [][]byte {
-	batch := s.out
-	s.out = nil
-	return batch
+// takeOutLocked takes the outbound queue to send it, and the bytes its messages were charged
+// (queueLocked), which the caller gives back once they are sent. Caller holds mu.
+func (s *Session) takeOutLocked() ([][]byte, int64) {
+	batch, size := s.out, s.outBytes
+	s.out, s.outBytes = nil, 0
+	return batch, size
 }
 
 // recycleOutLocked keeps a sent batch's slice for the next queue, unless it grew large.
@@ -727,10 +759,19 @@ func (s *Session) queueLocked(msg []byte) {
 	}
 	if s.batch != notBatch {
 		if d, ok := s.t.(directSender); ok {
+			// A batch server holds its whole answer until the batch ends.
+			if s.batch == batchServer && s.charge(int64(len(msg))) != nil {
+				return
+			}
 			d.sendNow(msg)
 			return
 		}
 	}
+	// Held until the transport has taken it: a peer that does not read cannot make it pile up.
+	if s.charge(int64(len(msg))) != nil {
+		return
+	}
+	s.outBytes += int64(len(msg))
 	if s.out == nil {
 		if b := s.busy.Load(); b != nil {
 			s.out, b.outSpare = b.outSpare, nil
@@ -822,6 +863,7 @@ func (s *Session) shutdown(err error, sendAbort bool) {
 			x.pipeReadable.fail(broken)
 		}
 	}
+	s.endBudget()
 	s.mu.Lock()
 	s.ended = true
 	if s.done != nil {
@@ -854,7 +896,7 @@ func resultHook(v any, err error, s *Session) hook {
 		}
 		return h
 	}
-	return newValueHook(v, false, s)
+	return s.holdValue(newValueHook(v, false, s), heldSize(v))
 }
 
 // exportableHook returns the hook to export for a local value: one that counts as a reference
@@ -874,14 +916,15 @@ func (s *Session) exportHook(h hook) (int64, error) {
 		h.release()
 		return 0, err
 	}
-	if len(s.exports) >= s.limits.MaxExports {
+	err := s.admitExportLocked(entryCost)
+	if err != nil {
 		s.mu.Unlock()
 		h.release()
-		return 0, protocolErrorf("export table is full (limit %d)", s.limits.MaxExports)
+		return 0, err
 	}
 	id := s.nextExportID
 	s.nextExportID--
-	s.exports[id] = &exportEntry{h: h, refs: 1}
+	s.exports[id] = &exportEntry{h: h, refs: 1, held: entryCost}
 	s.mu.Unlock()
 	return id, nil
 }
@@ -919,11 +962,30 @@ func (s *Session) releaseExport(id int64, n int) error {
 	}
 	delete(s.exports, id)
 	s.mu.Unlock()
+	s.uncharge(e.held)
 	e.h.release()
 	if e.pipeReadable != nil {
 		e.pipeReadable.fail(errors.New("capnweb: pipe released before it was read"))
 	}
 	return nil
+}
+
+// admitExportLocked makes room for one more export entry charged held bytes, or says why there
+// is none. Caller holds mu.
+func (s *Session) admitExportLocked(held int64) error {
+	if max := s.lim().MaxExports; full(len(s.exports), max) {
+		return protocolErrorf("export table is full (limit %d): release what you no longer use", max)
+	}
+	return s.charge(held)
+}
+
+// admitImportLocked makes room for one more import entry, or says why there is none. Caller
+// holds mu.
+func (s *Session) admitImportLocked() error {
+	if max := s.lim().MaxImports; full(len(s.imports), max) {
+		return protocolErrorf("import table is full (limit %d): release what you no longer use", max)
+	}
+	return s.charge(entryCost)
 }
 
 // ensureResolving starts sending the resolution of an export once it settles (a pull).
@@ -1101,6 +1163,9 @@ func (s *Session) releaseImportLocked(e *importEntry) {
 	e.gone = true
 	if s.imports[e.id] == e {
 		delete(s.imports, e.id)
+		if e.id != 0 {
+			s.uncharge(entryCost)
+		}
 	}
 	if e.remoteRefs > 0 {
 		msg := append(make([]byte, 0, 32), `["release",`...) // no regrowth for the numbers
@@ -1303,8 +1368,8 @@ func (s *Session) finishPush(e *importEntry, enc *encoder, err error, stream boo
 	if err == nil && s.err != nil {
 		err = s.err
 	}
-	if err == nil && len(s.imports) >= s.limits.MaxImports {
-		err = protocolErrorf("import table is full (limit %d)", s.limits.MaxImports)
+	if err == nil {
+		err = s.admitImportLocked()
 	}
 	if err != nil {
 		s.mu.Unlock()

@@ -331,6 +331,10 @@ func (e *encoder) readable(rs *ReadableStream) error {
 		s.mu.Unlock()
 		return err
 	}
+	if err := s.admitImportLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	id := s.nextImportID
 	s.nextImportID++
 	ent := &importEntry{id: id, remoteRefs: 1}

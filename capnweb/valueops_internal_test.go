@@ -44,7 +44,7 @@ func TestEvaluatorKnowsPlainness(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.expr, err)
 		}
-		ev := evaluator{im: s, lim: &s.limits}
+		ev := evaluator{im: s, lim: s.lim()}
 		r, err := ev.evaluate(v)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.expr, err)
@@ -127,7 +127,7 @@ func TestSettledArgument(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := evaluator{im: s, lim: &s.limits}
+		ev := evaluator{im: s, lim: s.lim()}
 		r, err := ev.evaluate(v)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
