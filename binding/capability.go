@@ -422,5 +422,6 @@ func (s *a2aService) Restore(ctx context.Context, token string) (*agentSession, 
 	c := *s.agentSession // the connection's, now as the saved session
 	c.user, c.authErr, c.grant = user, nil, g
 	s.authed.Store(true)
+	s.b.authenticated(ctx, user, s.remote)
 	return &c, nil
 }

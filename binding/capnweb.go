@@ -52,6 +52,7 @@ type capnwebBinding struct {
 	preAuthIdle time.Duration
 	// revokedIDs caches the revocations read from caps (they are permanent): ID → true.
 	revokedIDs sync.Map
+	budgets    *capnwebBudgets // memory pools and limits (capnwebbudget.go)
 }
 
 func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options, card *a2a.AgentCard) *capnwebBinding {
@@ -85,6 +86,8 @@ func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options, car
 	if hopts.Session.SendError == nil {
 		hopts.Session.SendError = func(err error) *capnweb.Error { return capnwebError(err) }
 	}
+	b.budgets = newCapnwebBudgets(o.CapnwebBudget, hopts.Session.Limits)
+	hopts.SessionOptions = b.sessionOptions(hopts.SessionOptions, hopts.Session)
 	b.handler = capnweb.NewHandler(b.newMain, &hopts)
 	return b
 }
@@ -197,6 +200,7 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 	c := *s.agentSession // the connection's, now as u
 	c.user, c.authErr, c.grant = u, nil, &grant{}
 	s.authed.Store(true)
+	s.b.authenticated(ctx, u, s.remote)
 	return &c, nil
 }
 
@@ -235,6 +239,9 @@ func (s *agentSession) call(ctx context.Context, method string, req, perCall any
 // start is call; only with blocks does it tell capnweb that the call blocks (a call that
 // settles later through a capnweb.Deferred does not).
 func (s *agentSession) start(ctx context.Context, method string, req, perCall any, blocks bool) (context.Context, func(), error) {
+	if s.authErr != nil && s.user == nil {
+		return nil, nil, s.authErr // before any work: an unauthenticated caller gets little else
+	}
 	// Counted before the hand-off, while the connection's calls still start in order.
 	if s.b.calls > 0 {
 		if s.pending.Add(1) > int64(s.b.calls) {

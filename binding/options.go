@@ -128,6 +128,11 @@ type Options struct {
 	// too. Zero: DefaultPreAuthIdleTimeout (30 s).
 	PreAuthIdleTimeout time.Duration
 
+	// CapnwebBudget bounds the memory capnweb sessions hold together (per principal, for the
+	// whole server) and what a connection may do before it authenticates (docs/security.md).
+	// Zero (nil): CapnwebBudget's defaults.
+	CapnwebBudget *CapnwebBudget
+
 	// ObserverWindow is how many calls the capnweb binding keeps unanswered at once when it
 	// delivers a stream to an observer function or a push subscription to its callback: it
 	// sends events without waiting for the previous ones' results until that many are
