@@ -117,6 +117,7 @@ type serveConfig struct {
 	quota                                                         quotaConfig
 	limits                                                        limitsConfig
 	extendedCard                                                  extendedCardConfig
+	capnweb                                                       capnwebConfig
 	rateLimit                                                     float64
 	cardKey                                                       string
 	llmURL, llmModel                                              string
@@ -188,6 +189,7 @@ Flags (each can also be set by the environment variable shown):
 	c.caps.flags(fs)
 	c.sessions.flags(fs)
 	c.extendedCard.flags(fs)
+	c.capnweb.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -330,6 +332,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
+		return err
+	}
+	if err := c.capnweb.apply(hopts); err != nil {
 		return err
 	}
 	c.limits.capnweb(hopts)
