@@ -122,6 +122,7 @@ type serveConfig struct {
 	cardKey                                                       string
 	llmURL, llmModel                                              string
 	runtime                                                       runtimeConfig
+	reflect                                                       reflectConfig
 	caps                                                          capabilityConfig
 	sessions                                                      sessionConfig
 }
@@ -186,6 +187,7 @@ Flags (each can also be set by the environment variable shown):
 	c.quota.flags(fs)
 	c.limits.flags(fs)
 	c.runtime.flags(fs)
+	c.reflect.flags(fs)
 	c.caps.flags(fs)
 	c.sessions.flags(fs)
 	c.extendedCard.flags(fs)
@@ -519,6 +521,10 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 	}
 	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes(), Sessions: scfg, ModelName: c.llmModel}
 	if err := c.caps.apply(ctx, def); err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	if err := c.reflect.apply(def); err != nil {
 		closeStore()
 		return nil, nil, err
 	}
