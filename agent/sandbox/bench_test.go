@@ -21,7 +21,14 @@ const greetSource = `def greet(name):
     return "Hello, %s." % name.strip().title()
 `
 
-func greetGo(name string) string { return "Hello, " + strings.Title(strings.TrimSpace(name)) + "." } //nolint:staticcheck // the Starlark title()
+// greetGo is greet in Go: Starlark's title() upper-cases each word's first letter.
+func greetGo(name string) string {
+	words := strings.Fields(name)
+	for i, w := range words {
+		words[i] = strings.ToUpper(w[:1]) + strings.ToLower(w[1:])
+	}
+	return "Hello, " + strings.Join(words, " ") + "."
+}
 
 var greetMethod = capability.Method{Name: "greet", Description: "greet someone",
 	Params: capability.Object("", map[string]*capability.Schema{"name": capability.String("")}, "name"),
