@@ -96,7 +96,7 @@ function useToken(t) {
 
 // send streams one message; the server calls render for each event, awaiting it.
 async function send(text) {
-  useToken($("#send").token.value);
+  useToken($("#token").value);
   const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] };
   status(`sending “${text}”…`, "sending");
   try {
@@ -109,10 +109,10 @@ async function send(text) {
   }
 }
 
-$("#send").token.value = params.get("token") ?? "";
+$("#token").value = params.get("token") ?? "";
 $("#send").addEventListener("submit", (e) => {
   e.preventDefault();
-  send(e.target.text.value);
+  send($("#text").value);
 });
 status("ready", "ready");
 const pause = Number(params.get("pause") ?? 0);

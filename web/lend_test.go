@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/web"
 )
 
 // lendPage is a page that lends the agent a capability over capnweb — "the document I have
@@ -69,7 +69,6 @@ out.done = "true";
 func TestBrowserLendsACapability(t *testing.T) {
 	t.Parallel()
 	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
-	module := need(t, filepath.Join("..", "interop", "node_modules", "capnweb", "dist", "index.js"), "make npm")
 
 	pol := &agent.Policy{Rules: []agent.Rule{
 		{Name: "read", When: `command == "read"`, Action: agent.CallTool, Reason: "the user asked",
@@ -87,7 +86,7 @@ func TestBrowserLendsACapability(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(lendPage))
 	})
-	page.HandleFunc("GET /lend/vendor/capnweb.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, module) })
+	page.Handle("GET /lend/vendor/", http.StripPrefix("/lend/", http.FileServerFS(web.Files())))
 	srv := a2atest.Start(t, &a2atest.Options{Executor: agent.Executor(h),
 		HTTP: &binding.Options{AgentCapabilities: h.CallerCapabilities},
 		WrapHTTP: func(a2a http.Handler) http.Handler {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,21 +16,18 @@ import (
 )
 
 // TestBrowser loads the page in headless Chromium against the full server stack: the page
-// fetches the agent card, opens the capnweb WebSocket with the stock npm module, authenticates
+// fetches the agent card, opens the capnweb WebSocket with the stock npm module (the copy
+// embedded in the package), authenticates
 // with a bearer token, streams "wait 2" and "echo hello browser", and renders each event. The
 // test reads the rendered events from the DOM.
 func TestBrowser(t *testing.T) {
 	t.Parallel()
 	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
-	module := need(t, filepath.Join("..", "interop", "node_modules", "capnweb", "dist", "index.js"), "make npm")
 
 	base := stacktest.Start(t, &binding.Options{
 		Authenticate: stacktest.Bearer(map[string]string{"carol-token": "carol"}),
 	}, map[string]http.Handler{
 		"GET /web/": http.StripPrefix("/web/", http.FileServerFS(web.Files())),
-		"GET /web/" + web.ModulePath: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.ServeFile(w, r, module)
-		}),
 	})
 	b := startBrowser(t, chromium)
 	q := url.Values{"token": {"carol-token"}, "send": {"wait 2", "echo hello browser"}}
@@ -84,16 +80,12 @@ func TestBrowser(t *testing.T) {
 func TestBrowserReconnects(t *testing.T) {
 	t.Parallel()
 	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
-	module := need(t, filepath.Join("..", "interop", "node_modules", "capnweb", "dist", "index.js"), "make npm")
 
 	base := stacktest.Start(t, &binding.Options{
 		Authenticate: stacktest.Bearer(map[string]string{"carol-token": "carol"}),
 		Capnweb:      &capnweb.HandlerOptions{IdleTimeout: 300 * time.Millisecond},
 	}, map[string]http.Handler{
 		"GET /web/": http.StripPrefix("/web/", http.FileServerFS(web.Files())),
-		"GET /web/" + web.ModulePath: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.ServeFile(w, r, module)
-		}),
 	})
 	b := startBrowser(t, chromium)
 	q := url.Values{"token": {"carol-token"}, "send": {"echo before", "echo after"}, "pause": {"1500"}}

@@ -175,7 +175,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.name, "name", envOr("A2AWEBCAP_NAME", ""), "the agent's name on its card; empty: a default for the agent (A2AWEBCAP_NAME)")
 	fs.StringVar(&c.baseURL, "base-url", envOr("A2AWEBCAP_BASE_URL", ""), "public `URL` (scheme://host:port) for the card's interfaces, behind a proxy; empty: taken from each request (A2AWEBCAP_BASE_URL)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("A2AWEBCAP_LOG_LEVEL", "info"), "debug, info, warn or error (A2AWEBCAP_LOG_LEVEL)")
-	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", defaultCapnwebJS), "`path` of the npm capnweb package's dist/index.js, which the web page at /web/ loads (A2AWEBCAP_CAPNWEB_JS)")
+	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", ""), "serve this `file` as the capnweb ES module the web page at /web/ loads; empty: the copy of npm capnweb@"+web.CapnwebVersion+" built into the binary (A2AWEBCAP_CAPNWEB_JS)")
 	fs.StringVar(&c.cardKey, "card-key", envOr("A2AWEBCAP_CARD_KEY", ""), "sign the agent card with this PEM private key `file` (EC P-256, Ed25519 or RSA) and publish its public key at "+cardJWKSPath+"; needs -base-url (A2AWEBCAP_CARD_KEY)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 0, "requests per second each principal (each IP address, for anonymous callers) may make, in bursts of twice that; 0: no limit")
 	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish (no new task starts meanwhile); what still runs then is marked failed, or in a cluster handed over to another replica")
@@ -467,28 +467,6 @@ func envBool(key string) (bool, error) {
 		return false, fmt.Errorf("%s=%q: want true or false", key, v)
 	}
 	return b, nil
-}
-
-// defaultCapnwebJS is where `make npm` puts the capnweb module, for serve run from a checkout.
-const defaultCapnwebJS = "interop/node_modules/capnweb/dist/index.js"
-
-// serveWeb serves the browser client (package web) at /web/, with the capnweb module it loads
-// read from capnwebJS. Without that file the page is served and says the module is missing.
-func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
-	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(web.Files())))
-	mux.HandleFunc("GET /web/"+web.ModulePath, func(w http.ResponseWriter, r *http.Request) {
-		f, err := os.Open(capnwebJS)
-		if err != nil {
-			log.Warn("the web page's capnweb module is missing: run `make npm`, or set -capnweb-js", "path", capnwebJS, "err", err)
-			http.Error(w, "capnweb module not found at "+capnwebJS+": run `make npm` in the repository, or start serve with -capnweb-js PATH", http.StatusNotFound)
-			return
-		}
-		defer f.Close()
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		_, _ = io.Copy(w, f)
-	})
-	mux.Handle("GET /{$}", http.RedirectHandler("/web/", http.StatusFound))
 }
 
 // runtimeName is the runtime agent's name: its card's name and the name its memory is kept

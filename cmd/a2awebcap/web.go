@@ -1,0 +1,33 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/a2awebcap/a2awebcap/web"
+)
+
+// serveWeb serves the browser client (package web) at /web/ and redirects / there. The page,
+// its script and the capnweb module it loads are embedded in the binary; capnwebJS, when not
+// empty, names a file served instead of the embedded module (a newer capnweb build, say).
+// A capnwebJS that cannot be read is reported at start, and the page then says so.
+func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
+	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(web.Files())))
+	if capnwebJS != "" {
+		if _, err := os.Stat(capnwebJS); err != nil {
+			log.Warn("-capnweb-js: the web page's module is missing", "path", capnwebJS, "err", err)
+		}
+		mux.HandleFunc("GET /web/"+web.ModulePath, func(w http.ResponseWriter, r *http.Request) {
+			b, err := os.ReadFile(capnwebJS)
+			if err != nil {
+				http.Error(w, "the capnweb module named by -capnweb-js cannot be read", http.StatusNotFound)
+				return
+			}
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-cache")
+			_, _ = w.Write(b)
+		})
+	}
+	mux.Handle("GET /{$}", http.RedirectHandler("/web/", http.StatusFound))
+}
