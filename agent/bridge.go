@@ -22,7 +22,8 @@ const MetaKey = "a2awebcap.agent/log"
 //	thought, call, step  → working TaskStatusUpdateEvent, the entry under MetaKey
 //	queued               → working status saying what the turn waits for (the model, or the
 //	                       previous turn of its session) and how many wait before it
-//	result               → TaskArtifactUpdateEvent named "<action> result" (text and data parts)
+//	result               → TaskArtifactUpdateEvent named "<action> result" (text and data parts),
+//	                       the entry under MetaKey in the artifact's metadata
 //	output               → working status whose message is the output text
 //	text (model stream)  → TaskArtifactUpdateEvent chunks of one artifact named "answer": the
 //	                       first creates it, the rest have Append set
@@ -103,6 +104,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				}
 				ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Rule+": "+string(e.Action)+" "+e.Result["status"]), a2a.NewDataPart(data))
 				ae.Artifact.Name = string(e.Action) + " result"
+				ae.Artifact.Metadata = map[string]any{MetaKey: entryMeta(e)} // the working log: clients may show it apart
 				out = ae
 			case EntryOutput:
 				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
