@@ -81,11 +81,8 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
-	case "card", "send", "stream", "get", "list", "cancel", "subscribe":
-		err = verbError(runVerb(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
+	case "card", "send", "stream", "chat", "get", "list", "cancel", "subscribe", "version":
+		os.Exit(clientMain(os.Args[1], os.Args[2:])) // cli.go: exit codes tell outcomes apart
 	case "session":
 		if err = runSessionVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
 			return
@@ -103,7 +100,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "a2awebcap:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 

@@ -36,13 +36,13 @@ func TestServeRuntimeAgent(t *testing.T) {
 		want map[string]string // message -> a part of the reply
 	}{
 		{"rule-based", nil, map[string]string{
-			"echo hello there":         "\n  hello there\n",
+			"echo hello there":         "hello there\n",
 			"remember the sky is blue": "Noted: the sky is blue.",
 			"why is the sky blue?":     "With a language model configured, I answer anything else with it.",
 		}},
 		{"llm-backed", []string{"-llm-url", llm.URL + "/v1", "-llm-model", "tiny"}, map[string]string{
-			"echo hello there":     "\n  hello there\n",
-			"why is the sky blue?": "\n  Because of Rayleigh scattering.\n",
+			"echo hello there":     "hello there\n",
+			"why is the sky blue?": "Because of Rayleigh scattering.\n",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,10 +62,14 @@ func TestServeRuntimeAgent(t *testing.T) {
 				done <- run(ctx, cfg, slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil)))
 			}()
 			waitUp(t, addr)
+			// Each reply is printed once, though the runtime says it in a working status, in
+			// the final one and (from the model) in a streamed artifact.
 			for msg, want := range tc.want {
-				out, err := verb(t, "send", "http://"+addr, msg)
-				if err != nil || !strings.Contains(out, want) {
-					t.Errorf("send %q: %q, %v; want %q", msg, out, err, want)
+				for _, v := range []string{"send", "stream"} {
+					out, err := verb(t, v, "http://"+addr, msg)
+					if err != nil || strings.Count(out, want) != 1 {
+						t.Errorf("%s %q: %q, %v; want %q once", v, msg, out, err, want)
+					}
 				}
 			}
 			cancel()
@@ -81,8 +85,8 @@ func TestServeRuntimeAgent(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(auth) != 1 || auth[0] != "Bearer "+key {
-		t.Errorf("the model got Authorization %q, want the key from the environment once", auth)
+	if len(auth) != 2 || auth[0] != "Bearer "+key || auth[1] != auth[0] {
+		t.Errorf("the model got Authorization %q, want the key from the environment (send, then stream)", auth)
 	}
 }
 

@@ -207,10 +207,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("builds and kills a server process")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "a2awebcap")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := installBinary(t)
 	addr := freeAddr(t)
 	db := filepath.Join(dir, "a2a.db")
 	startProc := func() *exec.Cmd {

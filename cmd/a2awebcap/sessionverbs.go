@@ -214,7 +214,7 @@ func (vf *verbFlags) connect(url string, stderr io.Writer) (context.Context, *cl
 	if err != nil {
 		return fail(err)
 	}
-	if vf.output != "json" {
+	if vf.verbose && vf.output != "json" {
 		fmt.Fprintf(stderr, "(over %s at %s)\n", c.Binding(), c.Interface().URL)
 	}
 	return ctx, c, func() { _ = c.Destroy(); cancel(); stop() }, nil

@@ -12,10 +12,8 @@ import (
 	"iter"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -27,14 +25,19 @@ import (
 
 const verbsUsage = `Client verbs (against any A2A agent; URL is the agent's base URL or its card's URL):
   a2awebcap card URL                    print the agent card
-  a2awebcap send URL TEXT...            send a message and wait for the result
-  a2awebcap stream URL TEXT...          send a message and print its events as they come
+  a2awebcap send URL TEXT...            send a message and wait for the result (-f FILE, -data JSON)
+  a2awebcap stream URL TEXT...          send a message and print what the agent says as it comes
+  a2awebcap chat URL                    talk to the agent: one line, one message, in one context
   a2awebcap get URL TASK_ID             print a task
   a2awebcap list URL                    list tasks, newest first
   a2awebcap cancel URL TASK_ID          cancel a task
   a2awebcap subscribe URL TASK_ID       print a task's events until it finishes
+  a2awebcap version                     print the version of this binary
+Message words that start with a dash go after --: a2awebcap send URL -- -5 degrees (a number
+such as -5 after the URL is text anyway). -o json prints one JSON object per line, errors as
+{"error": {...}}; -q prints only what the agent says, -v also its progress and the binding.
 Run "a2awebcap VERB -h" for a verb's flags.
-`
+` + exitCodesUsage
 
 // agentAPI is what the verbs need of a client: a2aclient.Client's methods.
 type agentAPI interface {
@@ -56,6 +59,8 @@ type verbFlags struct {
 	timeout time.Duration
 	tenant  string
 	trust   string // JWK set file: the card must be signed by one of its keys
+	quiet   bool   // -q: only what the agent says
+	verbose bool   // -v: also progress, the working log, the binding
 }
 
 type headerFlag []string
@@ -70,6 +75,8 @@ func (v *verbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.token, "token", os.Getenv("A2AWEBCAP_TOKEN"), "bearer `token` sent as Authorization (A2AWEBCAP_TOKEN)")
 	fs.DurationVar(&v.timeout, "timeout", 0, "give up after this long; 0: no limit for streams, 2m otherwise")
 	fs.StringVar(&v.tenant, "tenant", "", "the tenant, for agents that serve several")
+	fs.BoolVar(&v.quiet, "q", false, "quiet: print only what the agent says (no progress, no hints)")
+	fs.BoolVar(&v.verbose, "v", false, "verbose: also print the task's states, the agent's working log and the binding used, on standard error")
 	fs.StringVar(&v.trust, "trust-keys", os.Getenv("A2AWEBCAP_TRUST_KEYS"), "refuse the agent unless its card is signed by a key of this JWK set `file` (e.g. the agent's "+cardJWKSPath+", obtained from a source you trust) (A2AWEBCAP_TRUST_KEYS)")
 }
 
@@ -88,30 +95,15 @@ func (v *verbFlags) header() (http.Header, error) {
 	return h, nil
 }
 
-// parseInterleaved parses flags that may come before, between or after the positional
-// arguments, as users type them.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+// runVerb runs a client verb under ctx, whose cause is errInterrupted after Ctrl-C. It returns
+// flag.ErrHelp after printing help, a usageError for a wrong command line, a stateExit for a
+// task that stopped short of completed, and errors printed already (reported) under -o json.
+func runVerb(ctx context.Context, verb string, args []string, io stdio) error {
+	if verb == "version" {
+		return runVersion(args, io.out, io.err)
 	}
-}
-
-// runVerb runs a client verb; it returns flag.ErrHelp after printing help.
-func runVerb(verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.err)
 	var vf verbFlags
 	vf.register(fs)
 	var (
@@ -121,11 +113,19 @@ func runVerb(verb string, args []string, stdout, stderr io.Writer) error {
 		pageSize          int
 		pageToken, state  string
 		lastEventID       string
+		files, data       listFlag
+		saveDir           string
 	)
 	switch verb {
-	case "send", "stream":
+	case "send", "stream", "chat":
+		fs.StringVar(&contextID, "context", "", "send within this context (a conversation: chat resumes it)")
+		fs.StringVar(&saveDir, "save", "", "save the files the agent returns into this `directory` (created if need be; existing files are kept)")
+		if verb == "chat" {
+			break
+		}
 		fs.StringVar(&taskID, "task", "", "continue this task (answer an input-required task)")
-		fs.StringVar(&contextID, "context", "", "send within this context")
+		fs.Var(&files, "f", "attach this `file` to the message (repeatable); its media type comes from its extension")
+		fs.Var(&data, "data", "attach this `JSON` value as a data part (repeatable); @FILE reads it from a file")
 		if verb == "send" {
 			fs.BoolVar(&noWait, "no-wait", false, "return at once with the task as it starts (returnImmediately)")
 		}
@@ -142,32 +142,148 @@ func runVerb(verb string, args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: a2awebcap %s URL %s[flags]\n\n", verb, verbArgs[verb])
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), "\n"+exitCodesUsage)
 	}
-	pos, err := parseInterleaved(fs, args)
+	textFrom := -1
+	if verb == "send" || verb == "stream" {
+		textFrom = 1
+	}
+	pos, err := parseInterleaved(fs, args, textFrom)
 	if err != nil {
 		return err
 	}
-	want := map[string]int{"card": 1, "get": 2, "list": 1, "cancel": 2, "subscribe": 2}
-	if n, ok := want[verb]; ok && len(pos) != n {
+	if err := checkVerbArgs(verb, pos, len(files)+len(data) > 0, &vf); err != nil {
+		fmt.Fprintln(io.err, err)
 		fs.Usage()
-		return fmt.Errorf("%s takes %d argument(s), got %d", verb, n, len(pos))
-	}
-	if (verb == "send" || verb == "stream") && len(pos) < 2 {
-		fs.Usage()
-		return fmt.Errorf("%s needs a URL and the message text", verb)
-	}
-	if vf.output != "text" && vf.output != "json" {
-		return fmt.Errorf("-o %q: want text or json", vf.output)
-	}
-	header, err := vf.header()
-	if err != nil {
+		if vf.output == "json" {
+			return reportJSON(io.out, err)
+		}
 		return err
 	}
+	err = vf.run(ctx, verb, pos, io, func(ctx context.Context, c agentAPI, url string, out *renderer) error {
+		switch verb {
+		case "send", "stream":
+			parts, err := messageParts(strings.Join(pos[1:], " "), files, data)
+			if err != nil {
+				return err
+			}
+			msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
+			msg.TaskID = a2a.TaskID(taskID)
+			msg.ContextID = contextID
+			req := &a2a.SendMessageRequest{Message: msg, Tenant: vf.tenant}
+			if verb == "stream" {
+				if err := out.stream(c.SendStreamingMessage(ctx, req)); err != nil {
+					return err
+				}
+				return out.done(url)
+			}
+			if noWait {
+				req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+			}
+			res, err := c.SendMessage(ctx, req)
+			if err != nil {
+				return err
+			}
+			if err := out.result(res, false); err != nil {
+				return err
+			}
+			return out.done(url)
+		case "chat":
+			return runChat(ctx, c, url, contextID, &vf, io, out)
+		case "get":
+			req := &a2a.GetTaskRequest{ID: a2a.TaskID(pos[1]), Tenant: vf.tenant}
+			if historyLength >= 0 {
+				req.HistoryLength = &historyLength
+			}
+			task, err := c.GetTask(ctx, req)
+			if err != nil {
+				return err
+			}
+			return out.result(task, true)
+		case "list":
+			req := &a2a.ListTasksRequest{ContextID: contextID, PageSize: pageSize, PageToken: pageToken, Tenant: vf.tenant}
+			if state != "" {
+				req.Status = parseState(state)
+			}
+			res, err := c.ListTasks(ctx, req)
+			if err != nil {
+				return err
+			}
+			return (&printer{w: io.out, json: out.json}).list(res)
+		case "cancel":
+			task, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(pos[1]), Tenant: vf.tenant})
+			if err != nil {
+				return err
+			}
+			return out.result(task, true)
+		case "subscribe":
+			if lastEventID != "" {
+				if _, err := strconv.ParseInt(lastEventID, 10, 64); err != nil {
+					return usageError{fmt.Errorf("-last-event-id %q: want a sequence number", lastEventID)}
+				}
+				ctx = withServiceParam(ctx, "Last-Event-ID", lastEventID)
+			}
+			out.task, out.snapshots = a2a.TaskID(pos[1]), true
+			if err := out.stream(c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(pos[1]), Tenant: vf.tenant})); err != nil {
+				return err
+			}
+			return out.done(url)
+		}
+		return fmt.Errorf("unknown verb %q", verb)
+	}, saveDir)
+	return err
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// checkVerbArgs checks a verb's positional arguments and the flags that go together.
+func checkVerbArgs(verb string, pos []string, attached bool, vf *verbFlags) error {
+	want := map[string]int{"card": 1, "get": 2, "list": 1, "cancel": 2, "subscribe": 2, "chat": 1}
+	switch {
+	case vf.output != "text" && vf.output != "json":
+		return usageError{fmt.Errorf("-o %q: want text or json", vf.output)}
+	case vf.quiet && vf.verbose:
+		return usageError{errors.New("-q and -v do not go together")}
+	case verb == "chat" && vf.output == "json":
+		return usageError{errors.New("chat talks to people: -o json is for send and stream")}
+	case verb == "send" || verb == "stream":
+		if len(pos) < 1 || (len(pos) < 2 && !attached) {
+			return usageError{fmt.Errorf("%s needs a URL and the message: text, -f FILE or -data JSON", verb)}
+		}
+	case len(pos) != want[verb]:
+		return usageError{fmt.Errorf("%s takes %d argument(s), got %d", verb, want[verb], len(pos))}
+	}
+	return nil
+}
+
+// run connects to the agent at pos[0] and runs do, under -timeout (2 minutes by default,
+// none for streams and chat); it reports errors as JSON under -o json, and says how to resume
+// after Ctrl-C.
+func (vf *verbFlags) run(ctx context.Context, verb string, pos []string, io stdio, do func(context.Context, agentAPI, string, *renderer) error, saveDir string) (err error) {
+	var save *saver
+	if saveDir != "" {
+		if save, err = newSaver(saveDir); err != nil {
+			return err
+		}
+		defer save.Close()
+	}
+	out := newRenderer(io.out, io.err, vf, save)
+	url := pos[0]
+	defer func() {
+		if err == nil {
+			return
+		}
+		var se stateExit
+		if context.Cause(ctx) == errInterrupted {
+			if verb != "chat" {
+				out.interrupted(url)
+			}
+			err = errInterrupted
+		}
+		if vf.output == "json" && !errors.As(err, &se) {
+			err = reportJSON(io.out, err)
+		}
+	}()
 	timeout := vf.timeout
-	if timeout == 0 && verb != "stream" && verb != "subscribe" {
+	if timeout == 0 && verb != "stream" && verb != "subscribe" && verb != "chat" {
 		timeout = 2 * time.Minute
 	}
 	if timeout > 0 {
@@ -175,9 +291,10 @@ func runVerb(verb string, args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	out := &printer{w: stdout, json: vf.output == "json"}
-	url := pos[0]
-
+	header, err := vf.header()
+	if err != nil {
+		return usageError{err}
+	}
 	var verify func(*a2a.AgentCard) error
 	if vf.trust != "" {
 		if verify, err = trustedCardVerifier(vf.trust); err != nil {
@@ -194,74 +311,19 @@ func runVerb(verb string, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		return out.card(card)
+		return (&printer{w: io.out, json: out.json}).card(card)
 	}
 	c, chosen, err := dialAgent(ctx, url, vf.binding, header, verify)
 	if err != nil {
 		return err
 	}
 	defer c.Destroy()
-	if !out.json {
-		fmt.Fprintf(stderr, "(over %s)\n", chosen)
-	}
-
-	switch verb {
-	case "send", "stream":
-		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(strings.Join(pos[1:], " ")))
-		msg.TaskID = a2a.TaskID(taskID)
-		msg.ContextID = contextID
-		req := &a2a.SendMessageRequest{Message: msg, Tenant: vf.tenant}
-		if verb == "stream" {
-			return out.events(c.SendStreamingMessage(ctx, req))
-		}
-		if noWait {
-			req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
-		}
-		res, err := c.SendMessage(ctx, req)
-		if err != nil {
-			return err
-		}
-		return out.event(res)
-	case "get":
-		req := &a2a.GetTaskRequest{ID: a2a.TaskID(pos[1]), Tenant: vf.tenant}
-		if historyLength >= 0 {
-			req.HistoryLength = &historyLength
-		}
-		task, err := c.GetTask(ctx, req)
-		if err != nil {
-			return err
-		}
-		return out.event(task)
-	case "list":
-		req := &a2a.ListTasksRequest{ContextID: contextID, PageSize: pageSize, PageToken: pageToken, Tenant: vf.tenant}
-		if state != "" {
-			req.Status = parseState(state)
-		}
-		res, err := c.ListTasks(ctx, req)
-		if err != nil {
-			return err
-		}
-		return out.list(res)
-	case "cancel":
-		task, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(pos[1]), Tenant: vf.tenant})
-		if err != nil {
-			return err
-		}
-		return out.event(task)
-	case "subscribe":
-		if lastEventID != "" {
-			if _, err := strconv.ParseInt(lastEventID, 10, 64); err != nil {
-				return fmt.Errorf("-last-event-id %q: want a sequence number", lastEventID)
-			}
-			ctx = withServiceParam(ctx, "Last-Event-ID", lastEventID)
-		}
-		return out.events(c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(pos[1]), Tenant: vf.tenant}))
-	}
-	return fmt.Errorf("unknown verb %q", verb)
+	out.note("(over %s)", chosen)
+	return do(ctx, c, url, out)
 }
 
 var verbArgs = map[string]string{
-	"card": "", "send": "TEXT... ", "stream": "TEXT... ", "get": "TASK_ID ", "list": "",
+	"card": "", "send": "TEXT... ", "stream": "TEXT... ", "chat": "", "get": "TASK_ID ", "list": "",
 	"cancel": "TASK_ID ", "subscribe": "TASK_ID ",
 }
 
@@ -330,50 +392,6 @@ func (p *printer) card(c *a2a.AgentCard) error {
 	return nil
 }
 
-// events prints a stream as it comes; it fails with the stream's error.
-func (p *printer) events(seq iter.Seq2[a2a.Event, error]) error {
-	for ev, err := range seq {
-		if err != nil {
-			return err
-		}
-		if err := p.event(ev); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *printer) event(ev a2a.Event) error {
-	if p.json {
-		return p.jsonLine(a2a.StreamResponse{Event: ev})
-	}
-	switch x := ev.(type) {
-	case *a2a.Task:
-		fmt.Fprintf(p.w, "task %s  %s  (context %s)\n", x.ID, stateName(x.Status.State), x.ContextID)
-		if t := messageText(x.Status.Message); t != "" {
-			fmt.Fprintf(p.w, "  %s\n", t)
-		}
-		for _, a := range x.Artifacts {
-			fmt.Fprintf(p.w, "  artifact %s: %s\n", artifactName(a), partsText(a.Parts))
-		}
-	case *a2a.Message:
-		fmt.Fprintf(p.w, "%s: %s\n", strings.ToLower(strings.TrimPrefix(string(x.Role), "ROLE_")), messageText(x))
-	case *a2a.TaskStatusUpdateEvent:
-		line := "status " + stateName(x.Status.State)
-		if t := messageText(x.Status.Message); t != "" {
-			line += ": " + t
-		}
-		fmt.Fprintln(p.w, line)
-	case *a2a.TaskArtifactUpdateEvent:
-		mark := ""
-		if x.Append {
-			mark = " (+)"
-		}
-		fmt.Fprintf(p.w, "artifact %s%s: %s\n", artifactName(x.Artifact), mark, partsText(x.Artifact.Parts))
-	}
-	return nil
-}
-
 func (p *printer) list(res *a2a.ListTasksResponse) error {
 	if p.json {
 		return p.jsonLine(res)
@@ -389,49 +407,6 @@ func (p *printer) list(res *a2a.ListTasksResponse) error {
 
 func stateName(s a2a.TaskState) string {
 	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(s), "TASK_STATE_"), "_", "-"))
-}
-
-func artifactName(a *a2a.Artifact) string {
-	if a == nil {
-		return ""
-	}
-	if a.Name != "" {
-		return a.Name
-	}
-	return string(a.ID)
-}
-
-func messageText(m *a2a.Message) string {
-	if m == nil {
-		return ""
-	}
-	return partsText(m.Parts)
-}
-
-func partsText(parts a2a.ContentParts) string {
-	var out []string
-	for _, p := range parts {
-		if t := p.Text(); t != "" {
-			out = append(out, t)
-			continue
-		}
-		b, err := json.Marshal(p)
-		if err == nil {
-			out = append(out, string(b))
-		}
-	}
-	return strings.Join(out, " ")
-}
-
-// verbError decorates an A2A error with its reason, for the user.
-func verbError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if reason := a2a.ErrorReason(err); reason != "INTERNAL_ERROR" || errors.Is(err, a2a.ErrInternalError) {
-		return fmt.Errorf("%w [%s]", err, reason)
-	}
-	return err
 }
 
 // withServiceParam adds a service parameter to the calls made with ctx.

@@ -35,7 +35,7 @@ func startServe(t *testing.T) string {
 func verb(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := runVerb(args[0], args[1:], &out, io.Discard)
+	err := runVerb(t.Context(), args[0], args[1:], stdio{in: strings.NewReader(""), out: &out, err: io.Discard})
 	return out.String(), err
 }
 
@@ -45,11 +45,11 @@ func TestVerbs(t *testing.T) {
 	for _, b := range []string{"auto", "capnweb", "capnweb-batch", "jsonrpc", "rest"} {
 		t.Run(b, func(t *testing.T) {
 			out, err := verb(t, "send", url, "--binding", b, "echo", "hello", "there")
-			if err != nil || strings.TrimSpace(out) != "agent: hello there" {
+			if err != nil || strings.TrimSpace(out) != "hello there" {
 				t.Errorf("send: %q, %v", out, err)
 			}
 			out, err = verb(t, "stream", url, "wait", "1", "-binding", b)
-			if err != nil || !strings.Contains(out, "status working: 1/1 seconds elapsed.") || !strings.HasSuffix(strings.TrimSpace(out), "status completed: Done: waited 1 second.") {
+			if err != nil || !strings.Contains(out, "1/1 seconds elapsed.\n") || !strings.HasSuffix(strings.TrimSpace(out), "Done: waited 1 second.") {
 				t.Errorf("stream: %q, %v", out, err)
 			}
 			out, err = verb(t, "send", url, "-binding", b, "-no-wait", "-o", "json", "wait", "30")
@@ -100,7 +100,7 @@ func TestVerbSubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err = verb(t, "subscribe", url, string(sent.Event.TaskInfo().TaskID))
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "status completed: Done: waited 2 seconds.") {
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "Done: waited 2 seconds.") {
 		t.Errorf("subscribe: %q, %v", out, err)
 	}
 }
