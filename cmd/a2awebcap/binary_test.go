@@ -47,12 +47,11 @@ func installBinary(t *testing.T) string {
 	return installed.bin
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// removeInstalled removes what installBinary installed; TestMain calls it after the tests.
+func removeInstalled() {
 	if installed.dir != "" {
 		os.RemoveAll(installed.dir)
 	}
-	os.Exit(code)
 }
 
 // serveProcess runs the installed binary's serve in dir, a fresh home (HOME and XDG_DATA_HOME

@@ -22,7 +22,9 @@ import (
 // main does for the real binary.
 func TestMain(m *testing.M) {
 	sandbox.WorkerMain()
-	os.Exit(m.Run())
+	code := m.Run()
+	removeInstalled() // binary_test.go
+	os.Exit(code)
 }
 
 // serve offers a signed Starlark package, run in worker processes, and the factory; a package
