@@ -135,6 +135,9 @@ type instance struct {
 
 	caps      *capability.Set // its capabilities; set by load (capabilities.go)
 	capsDirty atomic.Bool     // caps changed since it was last saved
+	// logged is how many observations the log held at the last commit, for the reflect
+	// schedule, which must not load or touch an instance to know whether its log grew.
+	logged atomic.Int64
 }
 
 // core is the state an instance's goroutine owns.
@@ -324,6 +327,7 @@ func (c *core) commit(ctx context.Context, b *Batch) error {
 	}
 	c.unsaved = 0
 	c.mem.apply(b)
+	c.in.logged.Store(int64(c.mem.count))
 	return nil
 }
 

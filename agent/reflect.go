@@ -271,24 +271,33 @@ func (h *Host) reflectEvery(every time.Duration) {
 			return
 		case <-tick.C:
 		}
+		// Which instances' logs grew, read without touching them: a phase refreshes an
+		// instance's use, a mere look must not keep it from being put away.
 		h.mu.Lock()
-		var ps []Principal
+		grown := map[Principal]int64{}
 		for p, e := range h.live {
+			select {
+			case <-e.ready: // e.in is set
+			default:
+				continue
+			}
 			if e.in != nil {
-				ps = append(ps, p)
+				if n := e.in.logged.Load(); n > int64(seen[p]) {
+					grown[p] = n
+				}
+			}
+		}
+		for p := range seen {
+			if h.live[p] == nil {
+				delete(seen, p) // put away: it starts afresh when it loads again
 			}
 		}
 		h.mu.Unlock()
-		for _, p := range ps {
+		for p := range grown {
 			a := &Agent{name: h.def.name, h: h, p: p}
-			count := func() int {
-				n, _ := call(ctx, a, func(c *core) (int, error) { return c.mem.count, nil })
-				return n
-			}
-			if n := count(); n > seen[p] {
-				_, _ = a.Reflect(ctx) // what it did is in the instance's log
-				seen[p] = count()
-			}
+			_, _ = a.Reflect(ctx) // what it did is in the instance's log
+			n, _ := call(ctx, a, func(c *core) (int, error) { return c.mem.count, nil })
+			seen[p] = n
 		}
 	}
 }
