@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -673,5 +674,103 @@ func TestRecoverResumesOnASingleProcess(t *testing.T) {
 	got := waitState(t, b, ctx, task.ID, a2a.TaskStateCompleted)
 	if !hasSteps(got, []string{"step 1", "step 2"}) {
 		t.Errorf("history %v, want step 1 then step 2", historyTexts(got))
+	}
+}
+
+// hub is a Fanout in memory for the engines of one test: it delivers every write to every
+// listener, in order, on a goroutine of its own, twice each, except those drop says to lose.
+type hub struct {
+	mu        sync.Mutex
+	listeners []func(*engine.Incoming)
+	n         int
+	drop      func(n int) bool
+	queue     chan *engine.Written
+	once      sync.Once
+}
+
+func (h *hub) start() {
+	h.once.Do(func() {
+		h.queue = make(chan *engine.Written, 1024)
+		go func() {
+			for w := range h.queue {
+				h.mu.Lock()
+				ls := slices.Clone(h.listeners)
+				h.mu.Unlock()
+				for range 2 { // every message twice
+					for _, l := range ls {
+						l(&engine.Incoming{Replica: w.Replica, Task: w.Task, Decode: func() (*engine.Written, error) { return w, nil }})
+					}
+				}
+			}
+		}()
+	})
+}
+
+func (h *hub) Publish(w *engine.Written) {
+	h.start()
+	h.mu.Lock()
+	h.n++
+	lost := h.drop != nil && h.drop(h.n)
+	h.mu.Unlock()
+	if !lost {
+		h.queue <- w
+	}
+}
+
+func (h *hub) Listen(deliver func(*engine.Incoming)) (func(), error) {
+	h.start()
+	h.mu.Lock()
+	h.listeners = append(h.listeners, deliver)
+	h.mu.Unlock()
+	return func() {}, nil
+}
+
+func (h *hub) Ready(context.Context) error { return nil }
+
+// Through the fan-out alone (no polls), a stream on another replica sees every event once, in
+// order, although messages come twice and some are lost: a gap is read from the store.
+func TestClusterFanoutGapsAndRepeats(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	defer st.Close()
+	ex := newStepper()
+	h := &hub{drop: func(n int) bool { return n == 3 || n == 5 || n == 6 }}
+	c := &engine.Cluster{LeaseTTL: time.Hour, Poll: time.Hour, Fanout: h}
+	a := replica(t, ex, st, "a", c)
+	b := replica(t, ex, st, "b", c)
+	ctx := as(t.Context(), "alice")
+	task := startSteps(t, a, ctx, 8, "hub")
+	next, stop := iter.Pull2(b.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+	defer stop()
+	ev, err, _ := next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []a2a.Event{ev}
+	for i := range 8 {
+		ex.step("hub")
+		if i < 7 {
+			waitText(t, a, ctx, task.ID, fmt.Sprint("step ", i+1)) // one write per step
+		}
+	}
+	for {
+		ev, err, ok := next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		evs = append(evs, ev)
+	}
+	checkSeqs(t, evs[1:], seqOf(t, evs[0]))
+	got := statusTexts(evs)
+	want := []string{}
+	for i := range 8 {
+		want = append(want, fmt.Sprint("TASK_STATE_WORKING step ", i+1))
+	}
+	want = append(want, "TASK_STATE_COMPLETED")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stream on b (-want +got):\n%s", diff)
 	}
 }

@@ -120,6 +120,7 @@ type serveConfig struct {
 	llmURL, llmModel                                              string
 	runtime                                                       runtimeConfig
 	reflect                                                       reflectConfig
+	cluster                                                       clusterConfig
 	caps                                                          capabilityConfig
 	sessions                                                      sessionConfig
 }
@@ -189,7 +190,11 @@ Flags (each can also be set by the environment variable shown):
 	c.sessions.flags(fs)
 	c.extendedCard.flags(fs)
 	c.capnweb.flags(fs)
+	c.cluster.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.cluster.check(c.db); err != nil {
 		return c, err
 	}
 	if c.runtime.envErr != nil {
@@ -284,11 +289,17 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 
-	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits(), ExtendedCard: extended})
+	clusterOpts, closeCluster, err := c.cluster.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCluster() // after the engine's Close, below
+	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits(), ExtendedCard: extended,
+		Cluster: clusterOpts})
 	if n, err := eng.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering tasks: %w", err)
 	} else if n > 0 {
-		log.Warn("tasks left running by the previous process were marked failed", "count", n)
+		log.Warn("tasks left running by a stopped process were taken over: resumed, settled or failed", "count", n)
 	}
 
 	var rateLimit *binding.RateLimit
@@ -340,6 +351,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	a2aHTTP := binding.NewHTTPHandler(eng, card, hopts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", readyz(eng))
 	if pushKey != nil {
 		mux.Handle("GET "+push.JWKSPath, pushKey)
 	}
