@@ -335,7 +335,10 @@ func (p *Pool) start() (*worker, error) {
 	case err == nil:
 		return nil, newError(ErrCrashed, "the worker said %q", f.Op)
 	}
-	return nil, newError(ErrCrashed, "starting a worker: %v (is WorkerMain called first in main?)%s", err, w.stderr.first())
+	if first := w.stderr.first(); first != "" {
+		return nil, newError(ErrCrashed, "starting a worker: %v%s", err, first)
+	}
+	return nil, newError(ErrCrashed, "starting a worker: %v (is WorkerMain called first in main?)", err)
 }
 
 // worker is a child process running programs.

@@ -167,7 +167,8 @@ func (p *Program) load(file string, s *syntax.LoadStmt, resolver Resolver) error
 		switch {
 		case isBuiltin:
 			n, ok := table[method]
-			if !ok {
+			held := !found || len(desc.Methods) == 0 || slices.ContainsFunc(desc.Methods, func(x capability.Method) bool { return x.Name == method })
+			if !ok || !held { // held: a program's own capability of that name may differ
 				return beyond("%s.%s, which %s does not have", mod, method, mod)
 			}
 			needs = n

@@ -12,8 +12,13 @@ import (
 
 var sigXCPU = []os.Signal{syscall.SIGXCPU}
 
-// enforceMemory limits the worker's address space to what it uses now plus memory (times
-// raceFactor under the race detector, whose shadow memory counts too).
+// runtimeSlack is address space a worker may use beyond its program's memory: the Go
+// runtime's own growth (a new heap arena, a thread's stack) must not crash a worker that runs
+// nothing heavy.
+const runtimeSlack = 64 << 20
+
+// enforceMemory limits the worker's address space to what it uses now, plus memory (times
+// raceFactor under the race detector, whose shadow memory counts too), plus runtimeSlack.
 func enforceMemory(memory int64) error {
 	if memory <= 0 {
 		return nil
@@ -22,7 +27,7 @@ func enforceMemory(memory int64) error {
 	if err != nil {
 		return err
 	}
-	lim := uint64(size) + uint64(memory)*raceFactor
+	lim := uint64(size) + uint64(memory)*raceFactor + runtimeSlack
 	return syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim})
 }
 

@@ -207,3 +207,24 @@ load("json", "json")`+body), sandbox.CatalogResolver(catalog)); err != nil {
 		t.Errorf("Compile() of a package inside its contract = %v", err)
 	}
 }
+
+// A module is checked against the capability the holder really has under that name: a
+// program's own "clock" tool has no now().
+func TestCompileChecksTheHeldCapability(t *testing.T) {
+	t.Parallel()
+	tool, _ := capability.New(capability.Description{Name: "clock", Methods: []capability.Method{{Name: "call"}}}, capability.Funcs{})
+	resolver := func(m string) (capability.Description, bool) {
+		if m == "clock" {
+			return tool.Describe(), true
+		}
+		return capability.Description{}, false
+	}
+	m := weatherManifest(capability.Contract{Reads: []string{"clock:now"}})
+	files := map[string][]byte{"capability.star": []byte("load(\"clock\", \"now\")\ndef forecast(city):\n    return now()\ndef leak(city):\n    return city\n")}
+	if _, err := sandbox.Compile(m, files, resolver); !errors.Is(err, capability.ErrBeyondContract) || !strings.Contains(err.Error(), "clock.now, which clock does not have") {
+		t.Errorf("Compile() = %v, want clock.now refused", err)
+	}
+	if _, err := sandbox.Compile(m, files, nil); err != nil {
+		t.Errorf("Compile() against the built-in clock = %v", err)
+	}
+}

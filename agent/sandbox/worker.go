@@ -58,12 +58,12 @@ func serveWorker(r *bufio.Reader, w *bufio.Writer) int {
 		return 2
 	}
 	ready := &frame{Op: "ready"}
+	runtime.GOMAXPROCS(1) // one interpreter, one thread: fewer threads, whose stacks count too
+	debug.SetMaxStack(maxStack)
+	debug.SetMemoryLimit(f.Memory) // collect harder before the kernel's limit is reached
 	if err := enforceMemory(f.Memory); err != nil {
 		ready.Error = wireErr("crashed", "%v", err)
 	}
-	debug.SetMaxStack(maxStack)
-	debug.SetMemoryLimit(f.Memory) // collect harder before the kernel's limit is reached
-	runtime.GOMAXPROCS(1)
 	xcpu := make(chan os.Signal, 1)
 	notifyCPU(xcpu)
 	go func() {
