@@ -65,9 +65,9 @@ func (s *Set) Restore(ctx context.Context, st State) (missing []string, err erro
 		g := s.held[h.Name]
 		if g != nil {
 			g.strategy, g.sessions = h.Strategy, maps.Clone(h.Sessions)
-			// An approval is of a contract: one held now under another contract (its files
-			// edited since) keeps none.
-			if sameContract(g.cap.Contract(), h.Contract) {
+			// An approval is of a contract: one held now under a contract that is not inside
+			// the one approved (its files edited since) keeps none.
+			if g.cap.Contract().Within(h.Contract) == nil {
 				g.approved, g.approvedBy = h.Approved, h.ApprovedBy
 			}
 			g.installed, g.by = h.Installed, h.By
@@ -129,10 +129,4 @@ func (s *Set) reinstall(ctx context.Context, h Held) error {
 	s.held[h.Name] = &grant{cap: copy, strategy: h.Strategy, minimum: o.Manifest.Strategy.Minimum, offered: true,
 		restrictions: h.Restrictions, installed: h.Installed, by: h.By, made: c}
 	return nil
-}
-
-// sameContract reports whether a and b allow the same patterns, field by field.
-func sameContract(a, b Contract) bool {
-	return slices.Equal(a.Reads, b.Reads) && slices.Equal(a.Writes, b.Writes) && slices.Equal(a.Executes, b.Executes) &&
-		slices.Equal(a.Network, b.Network) && a.Spawns == b.Spawns
 }

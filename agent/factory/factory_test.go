@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -320,5 +321,62 @@ func TestImpact(t *testing.T) {
 	}
 	if got := fcall("list", map[string]any{}); !strings.Contains(got, `"name":"echo"`) || !strings.Contains(got, `"loads":{"clock":["now"]}`) {
 		t.Errorf("list = %s", got)
+	}
+}
+
+// A capability tried in a speculative fork: written, tested, installed and called there; it
+// cannot be committed (a fork's capabilities are read-only), and the instance never holds it.
+func TestTryACapabilityInAFork(t *testing.T) {
+	t.Parallel()
+	pool := sandbox.New(nil)
+	t.Cleanup(func() { pool.Close() })
+	w := &world{store: agent.NewMemoryStore(), dir: t.TempDir(), pool: pool, log: &syncBuffer{}}
+	h := w.start(t, &scripted{})
+	t.Cleanup(func() { h.Close() })
+	a, err := h.Instance(t.Context(), alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := a.Fork(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	set, release, err := f.Host().Capabilities(t.Context(), alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	user := capability.Origin{Kind: capability.OriginUser, Name: "alice"}
+	fcall := func(c, method string, args any) (string, error) {
+		data, _ := json.Marshal(args)
+		out, err := set.Call(t.Context(), capability.Request{Capability: c, Method: method, Args: data, Origin: user})
+		return string(out), err
+	}
+	for _, step := range []struct {
+		method string
+		args   any
+	}{
+		{"create", map[string]any{"name": "greeter", "description": "greets", "methods": greetMethods,
+			"contract": map[string]any{"reads": []string{"clock:now"}}, "source": greeterSource, "tests": greeterTests}},
+		{"test", map[string]any{"name": "greeter"}},
+		{"install", map[string]any{"name": "greeter"}},
+	} {
+		if out, err := fcall("factory", step.method, step.args); err != nil {
+			t.Fatalf("factory.%s in the fork: %s, %v", step.method, out, err)
+		}
+	}
+	if out, err := fcall("greeter", "greet", map[string]any{"name": "ada"}); err != nil || out != `"Good morning, Ada."` {
+		t.Errorf("greeter.greet in the fork = %s, %v", out, err)
+	}
+	if _, err := fcall("factory", "commit", map[string]any{"name": "greeter"}); !errors.Is(err, capability.ErrOutsideContract) {
+		t.Errorf("factory.commit in the fork = %v, want refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, factory.PrincipalDir("alice"), "capabilities", "greeter")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the fork wrote files: %v", err)
+	}
+	f.Close()
+	if got := ask(t, h, "t1", "/greet bob").Reply; got != "failed: no-such-tool" {
+		t.Errorf("the instance after the fork: %q, want no greeter", got)
 	}
 }
