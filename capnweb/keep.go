@@ -113,7 +113,10 @@ func (k *keeper) look() {
 		return
 	}
 	idle := k.idleNow()
-	if m := k.t.msgs.Load(); m != k.msgs {
+	// A look that finds a call of the peer running starts the quiet over: the call's answer may
+	// be queued but not yet written when the call ends, and an idle timeout counted across the
+	// call would end the session between the two.
+	if m := k.t.msgs.Load(); m != k.msgs || !k.s.callsDone() {
 		k.msgs, k.quietMsgs = m, 0
 	} else {
 		k.quietMsgs += k.tick
@@ -124,7 +127,7 @@ func (k *keeper) look() {
 		k.quietFrames += k.tick
 	}
 	switch {
-	case idle > 0 && k.quietMsgs >= idle && k.s.callsDone():
+	case idle > 0 && k.quietMsgs >= idle:
 		k.s.Abort(NewError("Error", fmt.Sprintf("idle timeout: no message for %v", idle)))
 		return
 	case k.ping > 0 && k.pinged && k.quietFrames >= 2*k.ping:

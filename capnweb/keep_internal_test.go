@@ -18,6 +18,7 @@ import (
 type keepAPI struct {
 	Target
 	release chan struct{}
+	started chan struct{} // gets a value as each Wait starts
 	policy  *keepPolicy
 }
 
@@ -26,6 +27,7 @@ func (*keepAPI) Add(a, b float64) float64 { return a + b }
 // Wait blocks until the test releases it: a call of the peer running here.
 func (a *keepAPI) Wait(ctx context.Context) (string, error) {
 	Blocking(ctx)
+	a.started <- struct{}{}
 	select {
 	case <-a.release:
 		return "released", nil
@@ -52,7 +54,7 @@ type keepMain struct {
 // its ws:// URL and where the server's sessions arrive.
 func keepServer(t *testing.T, opts HandlerOptions, policy *keepPolicy) (*Handler, string, *keepAPI, <-chan *Session) {
 	t.Helper()
-	api := &keepAPI{release: make(chan struct{})}
+	api := &keepAPI{release: make(chan struct{}), started: make(chan struct{}, 4)}
 	server := make(chan *Session, 4)
 	opts.OnSession = func(_ *http.Request, s *Session) { server <- s }
 	h := NewHandler(func(*http.Request) (any, error) {
@@ -128,7 +130,7 @@ func TestKeeperPings(t *testing.T) {
 // but not while a call of the peer runs; the peer gets an abort saying why.
 func TestKeeperIdleTimeout(t *testing.T) {
 	t.Parallel()
-	_, url, api, server := keepServer(t, HandlerOptions{PingInterval: 20 * time.Millisecond, IdleTimeout: 150 * time.Millisecond}, nil)
+	_, url, api, server := keepServer(t, HandlerOptions{PingInterval: 20 * time.Millisecond, IdleTimeout: 400 * time.Millisecond}, nil)
 	c, err := Dial(t.Context(), url, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +139,12 @@ func TestKeeperIdleTimeout(t *testing.T) {
 	s := <-server
 	// A call that runs for several idle timeouts keeps the session.
 	p := c.Main().Call("wait")
-	time.Sleep(600 * time.Millisecond)
+	select {
+	case <-api.started:
+	case <-s.Done():
+		t.Fatalf("the session ended before the call arrived: %v", s.Err())
+	}
+	time.Sleep(1200 * time.Millisecond)
 	if s.Err() != nil {
 		t.Fatalf("the session ended while a call ran: %v", s.Err())
 	}
@@ -150,7 +157,7 @@ func TestKeeperIdleTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "idle timeout") {
 		t.Errorf("the idle session ended with %v, want an idle timeout", err)
 	}
-	if d := time.Since(start); d < 150*time.Millisecond {
+	if d := time.Since(start); d < 400*time.Millisecond {
 		t.Errorf("the session ended %v after its last message, before IdleTimeout", d)
 	}
 	select {
