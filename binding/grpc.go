@@ -35,6 +35,12 @@ const (
 // The caller serves it on a listener of its choice and lists that address
 // in the card (see [Options].GRPCAddress). opts may be nil.
 func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
+	return newGRPCServer(h, opts, true)
+}
+
+// newGRPCServer is NewGRPCServer; without cardChecks, h applies the checks of its agents' cards
+// itself (NewAgentsGRPCServer).
+func newGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions, cardChecks bool) *grpc.Server {
 	if h == nil {
 		panic("binding: nil RequestHandler")
 	}
@@ -56,7 +62,9 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 		g.quotas = st
 		h = newQuotaHandler(h, st)
 	}
-	h = withCardChecks(h, o.Card, grpcInterfaces(o.Card))
+	if cardChecks {
+		h = withCardChecks(h, o.Card, grpcInterfaces(o.Card))
+	}
 	if o.Authenticate != nil {
 		h = withAuthenticatedUsers(h)
 	}
@@ -64,12 +72,12 @@ func NewGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions) *grpc.Server {
 		g.supported = append(g.supported, Version03)
 	}
 	sopts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(g.unary),
-		grpc.ChainStreamInterceptor(g.stream),
+		grpc.ChainUnaryInterceptor(grpcTenantUnary, g.unary),
+		grpc.ChainStreamInterceptor(grpcTenantStream, g.stream),
 		grpc.MaxRecvMsgSize(maxMsg),
 	}
 	s := grpc.NewServer(append(sopts, o.ServerOptions...)...)
-	a2agrpc.NewHandler(pagedHandler{h}).RegisterWith(s)
+	a2agrpc.NewHandler(pagedHandler{grpcTenants{h}}).RegisterWith(s)
 	registerExtGRPC(s, SessionsGRPCService, sessionOps(o.Sessions))
 	registerExtGRPC(s, OperatorGRPCService, operatorOps(o.Operator))
 	if o.Serve03 {

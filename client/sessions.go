@@ -108,6 +108,7 @@ func extCall[T any](ctx context.Context, c *Client, op string, req any) (*T, err
 	if err != nil {
 		return nil, fmt.Errorf("client: encoding the %s request: %w", op, err)
 	}
+	body = withTenant(body, c.iface.Tenant)
 	var raw []byte
 	switch tr := c.transport.(type) {
 	case *capnwebTransport:
@@ -389,4 +390,29 @@ func capnwebExt(ctx context.Context, tr *capnwebTransport, op string, params []b
 		return err
 	})
 	return out, err
+}
+
+// withTenant sets the tenant of a request that names none to the interface's, as a2a-go's client
+// does for the A2A operations (an interface's tenant is the one its requests must carry: a
+// server hosting several agents on one gRPC port tells them apart by it).
+func withTenant(body []byte, tenant string) []byte {
+	if tenant == "" {
+		return body
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	if t, ok := m["tenant"]; ok && string(t) != `""` {
+		return body
+	}
+	m["tenant"], _ = json.Marshal(tenant)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
 }
