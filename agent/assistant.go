@@ -27,9 +27,9 @@ func Assistant() *Policy {
 	help := `"I am " + self + ", a rule-driven agent. Tell me \"remember X is Y\", \"actually X is Y\", \"what do you know about X\", \"forget X\", \"echo TEXT\", \"time\" or \"who are you\"` +
 		`" + (state.model == 1 ? "; anything else goes to my language model." : ". With a language model configured, I answer anything else with it.")`
 	first := []Rule{
-		{Name: "echo", When: `source == "user" && command == "echo"`, Action: Reply, Params: map[string]string{"text": `args`},
+		{Name: "echo", Description: "Echoes your text back", When: `source == "user" && command == "echo"`, Action: Reply, Params: map[string]string{"text": `args`},
 			Stop: true, Reason: "the user asked for an echo"},
-		{Name: "time", When: `source == "user" && command in ["time", "now", "date"] && args == ""`, Action: CallTool,
+		{Name: "time", Description: "Tells the time (UTC)", When: `source == "user" && command in ["time", "now", "date"] && args == ""`, Action: CallTool,
 			Params: map[string]string{"tool": `"clock"`, "input": `""`}, Reason: "the user asked the time"},
 		{Name: "tell-time", When: `kind == "tool-result" && "tool" in data && data.tool == "clock" && !("model-call" in data)`, Action: Reply,
 			Params: map[string]string{"text": `"It is " + text + "."`}, Reason: "answer with what the clock said"},

@@ -78,6 +78,10 @@ type Rule struct {
 	Stop bool `json:"stop,omitempty"`
 	// Reason says why the rule exists; it becomes the reason in the provenance of what it writes.
 	Reason string `json:"reason"`
+	// Description says what the rule does for whoever sends it a message, when it answers one:
+	// the agent's card derives its skills from it (docs/multi-agent.md). It changes nothing the
+	// rule does. "" means none: a skill is then described by Reason.
+	Description string `json:"description,omitempty"`
 }
 
 // Limits are the meta-level validation rules: frozen, no proposal can change them.
