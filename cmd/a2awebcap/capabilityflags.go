@@ -125,7 +125,7 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 	case "self":
 		return capability.SelfOffer(), nil
 	case "fs":
-		return c.fsOffer()
+		return c.fsOffer("")
 	case "fetch":
 		allow := list(c.fetchAllow)
 		if len(allow) == 0 {
@@ -147,9 +147,10 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, agents; or a package in -capability-packages)", name)
 }
 
-// fsOffer offers the file system under -fs-root: a directory of its own for each principal,
-// or the root itself with -fs-shared.
-func (c *capabilityConfig) fsOffer() (capability.Offer, error) {
+// fsOffer offers the file system under -fs-root (its directory sub, made if need be, when sub
+// is not ""): a directory of its own for each principal, or that directory itself with
+// -fs-shared.
+func (c *capabilityConfig) fsOffer(sub string) (capability.Offer, error) {
 	if c.fsRoot == "" {
 		return capability.Offer{}, errors.New("-capabilities fs needs -fs-root: the directory it is confined to")
 	}
@@ -159,6 +160,12 @@ func (c *capabilityConfig) fsOffer() (capability.Offer, error) {
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return capability.Offer{}, fmt.Errorf("-fs-root %s: not a directory", c.fsRoot)
+	}
+	if sub != "" {
+		root = filepath.Join(root, sub)
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return capability.Offer{}, fmt.Errorf("-fs-root: %w", err)
+		}
 	}
 	contract := capability.Contract{Reads: []string{"file:*"}, Writes: list(c.fsWrites)}
 	if err := contract.Validate(); err != nil {

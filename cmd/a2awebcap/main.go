@@ -41,6 +41,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/hosting"
 	"github.com/a2awebcap/a2awebcap/push"
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/memory"
@@ -123,6 +124,7 @@ type serveConfig struct {
 	cluster                                                       clusterConfig
 	caps                                                          capabilityConfig
 	sessions                                                      sessionConfig
+	agents                                                        agentsConfig
 }
 
 func serve(args []string) error {
@@ -191,7 +193,11 @@ Flags (each can also be set by the environment variable shown):
 	c.extendedCard.flags(fs)
 	c.capnweb.flags(fs)
 	c.cluster.flags(fs)
+	c.agents.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.agents.check(fs); err != nil {
 		return c, err
 	}
 	if err := c.cluster.check(c.db); err != nil {
@@ -232,12 +238,29 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	var sessions session.Service         // the runtime's sessions extension, on every binding
 	var operator binding.OperatorService // its operator extension, when there are operators
 	card := agentCard(c)
-	switch c.agent {
-	case "builtin":
+	var multi *hosting.Agents // with -agents: the agents, each with its own card
+	var cards []*a2a.AgentCard
+	switch {
+	case c.agents.path != "":
+		agents, closeAgents, err := hostedAgents(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer closeAgents()
+		multi, exec = agents, agents.Executor()
+		for _, a := range agents.List() {
+			cards = append(cards, a.Card)
+		}
+	default:
+		cards = []*a2a.AgentCard{card}
+	}
+	switch {
+	case multi != nil:
+	case c.agent == "builtin":
 		exec = &agents.Builtin{}
-	case "conformance":
+	case c.agent == "conformance":
 		exec = &agents.Conformance{}
-	case "notes", "runtime":
+	case c.agent == "notes", c.agent == "runtime":
 		h, closeAgent, err := runtimeHost(ctx, c, os.Getenv("A2AWEBCAP_LLM_API_KEY"))
 		if err != nil {
 			return err
@@ -256,7 +279,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	// signed with the key kept in the store, and receivers verify with the JWKS we publish.
 	// With -no-push the card does not offer them and the engine answers
 	// PushNotificationNotSupported, as the spec requires of such an agent.
-	card.Capabilities.PushNotifications = !c.noPush
+	for _, cd := range cards {
+		cd.Capabilities.PushNotifications = !c.noPush
+	}
 	var (
 		pushKey *push.Key
 		pusher  engine.Pusher
@@ -279,7 +304,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	var authenticate binding.Authenticator
 	var loginThrottle *binding.LoginThrottle
 	if len(schemes) > 0 {
-		auth.Declare(card, schemes...)
+		for _, cd := range cards {
+			auth.Declare(cd, schemes...)
+		}
 		authenticate = auth.Any(schemes...)
 		loginThrottle = c.limits.loginThrottle()
 	}
@@ -287,6 +314,11 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	extended, err := c.extendedCard.extended(card, authenticate != nil)
 	if err != nil {
 		return err
+	}
+	if multi != nil {
+		if extended, err = extendedCards(c, multi, authenticate != nil); err != nil {
+			return err
+		}
 	}
 
 	clusterOpts, closeCluster, err := c.cluster.open(ctx, log)
@@ -348,7 +380,12 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	c.limits.capnweb(hopts)
-	a2aHTTP := binding.NewHTTPHandler(eng, card, hopts)
+	var a2aHTTP http.Handler
+	if multi != nil {
+		a2aHTTP = binding.NewAgentsHandler(multi.Hosted(eng, c.sessions.operatorNames()), hopts)
+	} else {
+		a2aHTTP = binding.NewHTTPHandler(eng, card, hopts)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", readyz(eng))
@@ -378,11 +415,24 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
-		gs := binding.NewGRPCServer(eng, gopts)
+		var gs *grpc.Server
+		if multi != nil {
+			gs = binding.NewAgentsGRPCServer(multi.Hosted(eng, c.sessions.operatorNames()), gopts)
+		} else {
+			gs = binding.NewGRPCServer(eng, gopts)
+		}
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
-	log.Info("serving", "agent", c.agent, "llm", c.llmURL, "model", c.llmModel, "store", c.db,
+	agentNames := c.agent
+	if multi != nil {
+		agentNames = ""
+		for _, a := range multi.List() {
+			agentNames += " " + a.Name
+		}
+		agentNames = "agents:" + agentNames
+	}
+	log.Info("serving", "agent", agentNames, "llm", c.llmURL, "model", c.llmModel, "store", c.db,
 		"card", scheme+"://"+ln.Addr().String()+"/.well-known/agent-card.json", "grpc", c.grpcAddr)
 
 	select {
