@@ -70,16 +70,18 @@ func (echo) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.
 	}
 }
 
-// startServer runs NewHTTPHandler on 127.0.0.1:0 with a2a-go's default
-// handler and the echo agent, and returns its base URL.
-func startServer(t *testing.T) string {
-	t.Helper()
+// echoHandler is a2a-go's default handler running the echo agent on a store of its own.
+func echoHandler() a2asrv.RequestHandler {
 	store := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
 		Authenticator: func(context.Context) (string, error) { return "interop", nil },
 	})
-	handler := a2asrv.NewHandler(echo{}, a2asrv.WithTaskStore(store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
-	card := &a2a.AgentCard{
-		Name:               "echo",
+	return a2asrv.NewHandler(echo{}, a2asrv.WithTaskStore(store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+}
+
+// echoCard is the echo agent's card, named name.
+func echoCard(name string) *a2a.AgentCard {
+	return &a2a.AgentCard{
+		Name:               name,
 		Description:        "echoes its input",
 		Version:            "1.0.0",
 		DefaultInputModes:  []string{"text/plain"},
@@ -87,6 +89,13 @@ func startServer(t *testing.T) string {
 		Capabilities:       a2a.AgentCapabilities{Streaming: true},
 		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
 	}
+}
+
+// startServer runs NewHTTPHandler on 127.0.0.1:0 with a2a-go's default
+// handler and the echo agent, and returns its base URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	handler, card := echoHandler(), echoCard("echo")
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

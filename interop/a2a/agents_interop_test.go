@@ -1,16 +1,10 @@
 package a2ainterop
 
 import (
-	"context"
-	"log/slog"
 	"net"
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/hosting"
@@ -23,16 +17,7 @@ func TestInteropA2AJSHostedAgent(t *testing.T) {
 	node := needNode(t, "@a2a-js/sdk")
 	var hosted []binding.HostedAgent
 	for _, name := range []string{"other", "echo"} {
-		store := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
-			Authenticator: func(context.Context) (string, error) { return "interop", nil },
-		})
-		h := a2asrv.NewHandler(echo{}, a2asrv.WithTaskStore(store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
-		hosted = append(hosted, binding.HostedAgent{Name: name, Handler: h, Card: &a2a.AgentCard{
-			Name: name, Description: "echoes its input", Version: "1.0.0",
-			DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-			Capabilities: a2a.AgentCapabilities{Streaming: true},
-			Skills:       []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}},
-		}})
+		hosted = append(hosted, binding.HostedAgent{Name: name, Handler: echoHandler(), Card: echoCard(name)})
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
