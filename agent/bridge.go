@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 	"maps"
 	"strconv"
@@ -13,6 +14,11 @@ import (
 // MetaKey is the metadata key under which the bridge puts a working-log entry on a status
 // update: {"kind", "rule", "action", "params", "result", "text"} as in [Entry].
 const MetaKey = "a2awebcap.agent/log"
+
+// ApprovalKey is the metadata key under which the question of a capability's pending approval
+// (an input-required status message) carries the approval itself: the capability.Pending as
+// JSON, for clients to show as buttons rather than prose (docs/capabilities.md).
+const ApprovalKey = "a2awebcap.agent/approval"
 
 // Executor makes h an a2asrv.AgentExecutor: each caller (the principal of the A2A call, see
 // [PrincipalOf]) talks to its own instance. Each message is a turn of its instance, in the
@@ -126,7 +132,12 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 					continue // the end reports it
 				}
 				stop() // the turn waits for the next message, beyond this run
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg(e.Text))
+				q := msg(e.Text)
+				var approval map[string]any // a capability's pending approval, as data (askApproval)
+				if q != nil && json.Unmarshal([]byte(e.Result["approval"]), &approval) == nil {
+					q.Metadata = map[string]any{ApprovalKey: approval}
+				}
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q)
 				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryInput), "parked": true})
 				yield(st, nil)
 				return

@@ -167,7 +167,7 @@ func (t *turn) callCapability(ctx context.Context, req capability.Request) (json
 			if !errors.As(err, &ar) {
 				break
 			}
-			answer, aerr := AskUser(ctx, ar.Pending.Prompt())
+			answer, aerr := askApproval(ctx, ar.Pending)
 			if aerr != nil {
 				return fmt.Errorf("%w, and it could not be asked: %w", err, aerr)
 			}

@@ -50,6 +50,12 @@ func TestCallByCallApprovalOverBindings(t *testing.T) {
 			if task.Status.State != a2a.TaskStateInputRequired || !strings.Contains(a2atest.Text(task.Status.Message), "wants to call fs.write") {
 				t.Fatalf("the task waits: %s %q", task.Status.State, a2atest.Text(task.Status.Message))
 			}
+			// The question carries the approval as data, for clients to show as buttons.
+			approval, _ := task.Status.Message.Metadata[agent.ApprovalKey].(map[string]any)
+			if approval["capability"] != "fs" || approval["method"] != "write" || approval["kind"] != "call" || approval["id"] == "" ||
+				!strings.Contains(a2atest.Text(task.Status.Message), "Approve "+approval["id"].(string)+"?") {
+				t.Errorf("the question's %s = %v", agent.ApprovalKey, task.Status.Message.Metadata)
+			}
 			task = send(task, "yes")
 			if task.Status.State != a2a.TaskStateCompleted {
 				t.Fatalf("after yes: %s %q", task.Status.State, a2atest.Text(task.Status.Message))

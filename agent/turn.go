@@ -23,6 +23,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -467,19 +468,38 @@ func AskUser(ctx context.Context, question string) (string, error) {
 	if t == nil {
 		return "", ErrNoTurn
 	}
-	return t.park(ctx, question)
+	return t.park(ctx, question, nil)
 }
 
-// park runs on the turn's goroutine, without the state.
-func (t *turn) park(ctx context.Context, question string) (string, error) {
+// askApproval is AskUser for a capability's pending approval: the question is its prompt, and
+// the parked entry carries the approval itself, as JSON, under Result["approval"] (which the
+// bridge puts in the input-required status's metadata, for clients to show as buttons).
+func askApproval(ctx context.Context, p capability.Pending) (string, error) {
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	if t == nil {
+		return "", ErrNoTurn
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	return t.park(ctx, p.Prompt(), map[string]string{"approval": string(data)})
+}
+
+// park runs on the turn's goroutine, without the state. extra is added to the parked entry's
+// Result.
+func (t *turn) park(ctx context.Context, question string, extra map[string]string) (string, error) {
 	task := t.ev.Context.Task
 	if task == "" {
 		return "", errors.New("agent: AskUser needs a turn with a task to answer")
 	}
 	in := t.in
 	in.mu.Lock()
-	t.parkedAt = t.out.push(Entry{Kind: EntryInput, Text: question, Result: map[string]string{"parked": "true",
-		"observation": t.obsID, "policy": strconv.Itoa(t.policy)}})
+	res := map[string]string{"parked": "true", "observation": t.obsID, "policy": strconv.Itoa(t.policy)}
+	for k, v := range extra {
+		res[k] = v
+	}
+	t.parkedAt = t.out.push(Entry{Kind: EntryInput, Text: question, Result: res})
 	in.parked[task] = t
 	in.mu.Unlock()
 	timer := time.NewTimer(in.h.opts.ParkTimeout)

@@ -74,6 +74,7 @@ var writes = map[string]bool{
 	"CreateTaskPushNotificationConfig": true, "DeleteTaskPushNotificationConfig": true,
 	"ResetSession": true, "ForkSession": true, "MergeSession": true, // the sessions extension
 	"ApproveProposal": true, "RejectProposal": true, "RollbackPolicy": true, // the operator extension
+	"ForgetMemory": true, // the memory extension
 	"Capabilities": true,
 }
 

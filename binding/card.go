@@ -151,6 +151,9 @@ func newCardServer(card *a2a.AgentCard, o *Options) (cs *cardServer, jsonrpcPath
 	if o.Operator != nil {
 		c.Capabilities.Extensions = declareExtension(c.Capabilities.Extensions, operatorCardExtension())
 	}
+	if o.Memory != nil {
+		c.Capabilities.Extensions = declareExtension(c.Capabilities.Extensions, memoryCardExtension())
+	}
 	if o.CardSigner != nil {
 		if perRequest {
 			panic("binding: Options.CardSigner needs Options.BaseURL (or absolute interface URLs): " +

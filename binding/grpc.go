@@ -80,6 +80,7 @@ func newGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions, cardChecks bool) 
 	a2agrpc.NewHandler(pagedHandler{grpcTenants{h}}).RegisterWith(s)
 	registerExtGRPC(s, SessionsGRPCService, sessionOps(o.Sessions))
 	registerExtGRPC(s, OperatorGRPCService, operatorOps(o.Operator))
+	registerExtGRPC(s, MemoryGRPCService, memoryOps(o.Memory))
 	if o.Serve03 {
 		a2agrpcv0.NewHandler(h).RegisterWith(s)
 	}
@@ -148,7 +149,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 	service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 	var own string
 	switch service {
-	case grpcService10, SessionsGRPCService, OperatorGRPCService:
+	case grpcService10, SessionsGRPCService, OperatorGRPCService, MemoryGRPCService:
 		own = Version10
 	case grpcService03:
 		own = Version03

@@ -97,7 +97,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		restV1:       a2asrv.NewRESTHandler(pagedHandler{inner}, topts...),
 		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", pagedHandler{inner}, topts...),
 	}
-	hh.ext = mergeOps(sessionOps(o.Sessions), operatorOps(o.Operator))
+	hh.ext = mergeOps(sessionOps(o.Sessions), operatorOps(o.Operator), memoryOps(o.Memory))
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
 		hh.capnweb = newCapnwebBinding(h, hh, &o, card)
@@ -390,6 +390,9 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		name, req, ok, rerr := sessionRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body)
 		if !ok {
 			name, req, ok, rerr = operatorRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body)
+		}
+		if !ok {
+			name, req, ok, rerr = memoryRoute(r.Method, r2.URL.EscapedPath(), r.URL.Query(), body)
 		}
 		if ok && h.ext[name] != nil {
 			if rerr != nil {

@@ -141,10 +141,16 @@ type operatorCap struct {
 }
 
 func (c *operatorCap) call(ctx context.Context, name string, request, params any) (any, error) {
-	if c.s.b.hh.ext[name] == nil {
-		return nil, errNoService("operator extension")
+	return c.s.capCall(ctx, "operator extension", name, request, params)
+}
+
+// capCall runs the operation name of the extension what (which the server may not serve) on
+// the request, as a call of this session: what an extension's capability does.
+func (s *agentSession) capCall(ctx context.Context, what, name string, request, params any) (any, error) {
+	if s.b.hh.ext[name] == nil {
+		return nil, errNoService(what)
 	}
-	return c.s.extCall(ctx, name, request, params, nil)
+	return s.extCall(ctx, name, request, params, nil)
 }
 
 // ListInstances is the operator extension's ListInstances.

@@ -189,6 +189,10 @@ type Options struct {
 	// binding of this handler, and the card declares it. Zero (nil): not served.
 	Operator OperatorService
 
+	// Memory serves the memory extension (docs/sessions.md, "Your memory") on every binding
+	// of this handler, and the card declares it. Zero (nil): not served.
+	Memory MemoryService
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -238,6 +242,10 @@ type GRPCOptions struct {
 	// Operator serves the operator extension as the gRPC service
 	// a2awebcap.operator.v1.OperatorService. Zero (nil): not served.
 	Operator OperatorService
+
+	// Memory serves the memory extension as the gRPC service
+	// a2awebcap.memory.v1.MemoryService. Zero (nil): not served.
+	Memory MemoryService
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

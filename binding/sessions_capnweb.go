@@ -38,7 +38,7 @@ func (s *agentSession) extCall(ctx context.Context, name string, request, params
 	if s.grant.limited() {
 		// A capability limited to some tasks reaches no extension: a session holds every task
 		// of its conversation, the operator's meta level every instance.
-		return nil, a2a.NewError(a2a.ErrUnauthorized, "this capability is limited to tasks: it reaches no session and no operator")
+		return nil, a2a.NewError(a2a.ErrUnauthorized, "this capability is limited to tasks: it reaches no session, memory or operator")
 	}
 	raw, err := extRequest(request, fields)
 	if err != nil {

@@ -184,6 +184,12 @@ func startSessionServer(t *testing.T) (*testServer, *fakeSessions) {
 
 func sessionClient(t *testing.T, ts *testServer, b client.Binding, user string) *client.Sessions {
 	t.Helper()
+	return extClient(t, ts, b, user).Sessions()
+}
+
+// extClient is a client of ts over binding b, as user (a bearer token tokenAuth knows; "": none).
+func extClient(t *testing.T, ts *testServer, b client.Binding, user string) *client.Client {
+	t.Helper()
 	h := http.Header{}
 	if user != "" {
 		h.Set("Authorization", "Bearer "+user)
@@ -193,7 +199,7 @@ func sessionClient(t *testing.T, ts *testServer, b client.Binding, user string) 
 		t.Fatalf("client.New(%s) = %v", b, err)
 	}
 	t.Cleanup(func() { _ = c.Destroy() })
-	return c.Sessions()
+	return c
 }
 
 // TestSessionsEveryBinding: each affordance over every binding, as alice, on her sessions.

@@ -50,10 +50,15 @@ func (o *Operator) RollbackPolicy(ctx context.Context, tenant, name string) (jso
 }
 
 func (o *Operator) call(ctx context.Context, op string, req map[string]any) (json.RawMessage, error) {
+	return rawExtCall(ctx, o.c, op, req)
+}
+
+// rawExtCall calls op with req (its tenant left out when empty) and returns its JSON result.
+func rawExtCall(ctx context.Context, c *Client, op string, req map[string]any) (json.RawMessage, error) {
 	if req["tenant"] == "" {
 		delete(req, "tenant")
 	}
-	res, err := extCall[json.RawMessage](ctx, o.c, op, req)
+	res, err := extCall[json.RawMessage](ctx, c, op, req)
 	if err != nil {
 		return nil, err
 	}

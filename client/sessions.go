@@ -117,6 +117,8 @@ func extCall[T any](ctx context.Context, c *Client, op string, req any) (*T, err
 		service := sessionsGRPCService
 		if operatorOps[op] {
 			service = operatorGRPCService
+		} else if memoryOps[op] {
+			service = memoryGRPCService
 		}
 		raw, err = grpcExt(ctx, tr, service, op, body)
 	default:
@@ -126,6 +128,8 @@ func extCall[T any](ctx context.Context, c *Client, op string, req any) (*T, err
 		case BindingREST:
 			if operatorOps[op] {
 				raw, err = restOperator(ctx, c.hc, c.iface.URL, op, body)
+			} else if memoryOps[op] {
+				raw, err = restMemory(ctx, c.hc, c.iface.URL, op, body)
 			} else {
 				raw, err = restExt(ctx, c.hc, c.iface.URL, op, body)
 			}
@@ -337,6 +341,13 @@ func capnwebExt(ctx context.Context, tr *capnwebTransport, op string, params []b
 	delete(f, "contextId")
 	delete(f, "tenant")
 	build := func(main *capnweb.Stub) []*capnweb.Promise {
+		if memoryOps[op] {
+			if tenant != "" {
+				f["tenant"] = tenant
+			}
+			m := main.Call("memory")
+			return []*capnweb.Promise{m, m.Call(map[string]string{"GetMemory": "get", "ForgetMemory": "forget"}[op], f)}
+		}
 		if operatorOps[op] {
 			if tenant != "" {
 				f["tenant"] = tenant

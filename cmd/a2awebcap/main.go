@@ -60,6 +60,7 @@ Usage:
 ` + verbsUsage + `
 ` + sessionUsage + `
 ` + operatorUsage + `
+` + memoryUsage + `
 With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
 an agent of the agent runtime (send it "help"; with -llm-url and -llm-model it also answers
 with that language model). The agent card is at /.well-known/agent-card.json, a browser page
@@ -90,6 +91,10 @@ func main() {
 		}
 	case "operator":
 		if err = runOperatorVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+			return
+		}
+	case "memory":
+		if err = runMemoryVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
 			return
 		}
 	case "-h", "--help", "help":
@@ -237,6 +242,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	var agentCaps binding.AgentCapabilities
 	var sessions session.Service         // the runtime's sessions extension, on every binding
 	var operator binding.OperatorService // its operator extension, when there are operators
+	var memory binding.MemoryService     // what it remembers about each caller (docs/sessions.md)
 	card := agentCard(c)
 	var multi *hosting.Agents // with -agents: the agents, each with its own card
 	var cards []*a2a.AgentCard
@@ -267,7 +273,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 		defer closeAgent()
 		exec, agentCaps = agent.Executor(h), h.CallerCapabilities
-		sessions = h.Sessions()
+		sessions, memory = h.Sessions(), h.Memory()
 		if ops := c.sessions.operatorNames(); len(ops) > 0 {
 			operator = h.Operator(ops)
 		}
@@ -370,7 +376,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	hopts := &binding.Options{
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps, Sessions: sessions, Operator: operator,
+		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps, Sessions: sessions, Operator: operator, Memory: memory,
 		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
@@ -411,7 +417,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 		gln = guard.Listen(gln)
 		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, ServerOptions: c.limits.grpcOptions()}
+			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, Memory: memory, ServerOptions: c.limits.grpcOptions()}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}

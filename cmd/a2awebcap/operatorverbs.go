@@ -77,18 +77,21 @@ func runOperatorVerb(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return extVerbError(err)
 	}
-	if vf.output == "json" {
-		var b bytes.Buffer
-		if err := json.Compact(&b, res); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b.Bytes())
-		return err
-	}
+	return printRawJSON(stdout, res, vf.output == "json")
+}
+
+// printRawJSON writes an extension's JSON result on one line (compact), or indented.
+func printRawJSON(w io.Writer, res json.RawMessage, compact bool) error {
 	var b bytes.Buffer
-	if err := json.Indent(&b, res, "", "  "); err != nil {
+	var err error
+	if compact {
+		err = json.Compact(&b, res)
+	} else {
+		err = json.Indent(&b, res, "", "  ")
+	}
+	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b.Bytes())
+	_, err = fmt.Fprintf(w, "%s\n", b.Bytes())
 	return err
 }
