@@ -58,6 +58,7 @@ Usage:
   a2awebcap sign-capability -key FILE DIR   sign a capability package
 
 ` + verbsUsage + `
+` + agentsUsage + `
 ` + sessionUsage + `
 ` + operatorUsage + `
 ` + memoryUsage + `
@@ -85,6 +86,10 @@ func main() {
 		}
 	case "card", "send", "stream", "chat", "get", "list", "cancel", "subscribe", "version":
 		os.Exit(clientMain(os.Args[1], os.Args[2:])) // cli.go: exit codes tell outcomes apart
+	case "agents":
+		if err = runAgentsVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+			return
+		}
 	case "session":
 		if err = runSessionVerb(os.Args[2:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
 			return
@@ -130,6 +135,7 @@ type serveConfig struct {
 	caps                                                          capabilityConfig
 	sessions                                                      sessionConfig
 	agents                                                        agentsConfig
+	registry                                                      registryConfig
 }
 
 func serve(args []string) error {
@@ -199,6 +205,7 @@ Flags (each can also be set by the environment variable shown):
 	c.capnweb.flags(fs)
 	c.cluster.flags(fs)
 	c.agents.flags(fs)
+	c.registry.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -226,6 +233,9 @@ Flags (each can also be set by the environment variable shown):
 		}
 	}
 	if err := c.push.parse(); err != nil {
+		return c, err
+	}
+	if err := c.registry.check(c.baseURL); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -402,6 +412,14 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		mux.Handle("GET "+cardJWKSPath, cardKeys)
 	}
 	mux.Handle("/", a2aHTTP)
+	regHandler, closeRegistry, err := c.registry.start(ctx, c.db, hopts, log)
+	if err != nil {
+		return err
+	}
+	defer closeRegistry()
+	if regHandler != nil {
+		mux.Handle("/registry/", regHandler)
+	}
 	serveWeb(mux, c.capnwebJS, log)
 	srv := c.limits.httpServer(auth.Middleware(mux), guard)
 	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
@@ -409,6 +427,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	regCtx, stopRegistering := context.WithCancel(ctx)
+	defer c.registry.registerSelf(regCtx, selfURLs(c.baseURL, multi), log)() // waits for it, after stopRegistering
+	defer stopRegistering()
 	var gln net.Listener
 	if c.grpcAddr != "" {
 		gln, err = net.Listen("tcp", c.grpcAddr)
