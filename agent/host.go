@@ -152,6 +152,9 @@ type HostOptions struct {
 	// Prices is the operator's price table, which sessions charge their cost budgets by; nil
 	// means no prices (costs are unknown, and the sessions say so).
 	Prices session.Prices
+	// Ownership keeps each instance on one replica at a time, when several replicas share the
+	// Store (ownership.go): nil means this host is the only one.
+	Ownership Ownership
 }
 
 // Host serves a Definition to many principals, each with an instance of its own. See the
@@ -167,9 +170,12 @@ type Host struct {
 	tasks map[string]*turn // turns in flight (or parked), by task
 	shut  bool
 
+	omu   sync.Mutex // guards owned (ownership.go)
+	owned map[Principal]*ownedKey
+
 	quit chan struct{}
 	done chan struct{}
-	bg   sync.WaitGroup // goroutines besides the janitor: the reflect schedule
+	bg   sync.WaitGroup // goroutines besides the janitor: the reflect schedule, the renewal of owned instances
 	once sync.Once
 	// pool runs turns on goroutines that keep their grown stacks: a turn evaluates CEL, which
 	// grows a new goroutine's stack every time (runtime.copystack was a fifth of a turn's CPU).
@@ -177,6 +183,7 @@ type Host struct {
 }
 
 type hostEntry struct {
+	p     Principal
 	in    *instance
 	err   error
 	ready chan struct{} // closed once in or err is set
@@ -275,6 +282,11 @@ func NewHost(def *Definition, opts *HostOptions) (*Host, error) {
 		h.audit = capability.NewMemoryAudit(0)
 	}
 	go h.janitor()
+	if o.Ownership != nil {
+		h.owned = map[Principal]*ownedKey{}
+		h.bg.Add(1)
+		go h.renewOwned()
+	}
 	if d.reflect != nil && d.reflect.Every > 0 {
 		h.bg.Add(1)
 		go h.reflectEvery(d.reflect.Every)
@@ -336,8 +348,23 @@ func (h *Host) Close() error {
 func (h *Host) Done() <-chan struct{} { return h.quit }
 
 // acquire returns p's resident instance, loading it if needed, counted as in use until
-// release.
+// release. With Ownership, it holds the instance's lease first (see ownership.go).
 func (h *Host) acquire(ctx context.Context, p Principal) (*hostEntry, error) {
+	if h.opts.Ownership == nil {
+		return h.acquireEntry(ctx, p)
+	}
+	if err := h.hold(ctx, p); err != nil {
+		return nil, err
+	}
+	e, err := h.acquireEntry(ctx, p)
+	if err != nil {
+		h.unhold(p)
+	}
+	return e, err
+}
+
+// acquireEntry is acquire without the lease.
+func (h *Host) acquireEntry(ctx context.Context, p Principal) (*hostEntry, error) {
 	h.mu.Lock()
 	if h.shut {
 		h.mu.Unlock()
@@ -350,16 +377,16 @@ func (h *Host) acquire(ctx context.Context, p Principal) (*hostEntry, error) {
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
-			h.release(e)
+			h.releaseEntry(e)
 			return nil, ctx.Err()
 		}
 		if e.err != nil {
-			h.release(e)
+			h.releaseEntry(e)
 			return nil, e.err
 		}
 		return e, nil
 	}
-	e = &hostEntry{ready: make(chan struct{}), refs: 1}
+	e = &hostEntry{p: p, ready: make(chan struct{}), refs: 1}
 	h.live[p] = e
 	h.mu.Unlock()
 	e.in, e.err = load(context.WithoutCancel(ctx), h, Key{Agent: h.def.name, Principal: p})
@@ -378,6 +405,13 @@ func (h *Host) acquire(ctx context.Context, p Principal) (*hostEntry, error) {
 }
 
 func (h *Host) release(e *hostEntry) {
+	h.releaseEntry(e)
+	if h.opts.Ownership != nil {
+		h.unhold(e.p)
+	}
+}
+
+func (h *Host) releaseEntry(e *hostEntry) {
 	h.mu.Lock()
 	e.refs--
 	e.used = time.Now()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -40,8 +41,8 @@ import (
 // Slots are released when the task's execution ends, the stream closes, or the call settles —
 // whether it ends normally, in an error, or because the client went away. Each value counts
 // its own slots: give the same *Quotas to [Options] and [GRPCOptions] to count HTTP and gRPC
-// together (serve does). Each replica counts its own. A Quotas must not be copied after first
-// use.
+// together (serve does). Each replica counts its own, unless Shared counts them all together.
+// A Quotas must not be copied after first use.
 type Quotas struct {
 	// Tasks bounds the tasks of one principal that run at once: a send that starts a task, or
 	// resumes an interrupted one, holds a slot until the task is terminal (completed, failed,
@@ -65,8 +66,26 @@ type Quotas struct {
 	// Zero: no limit beyond capnweb's own Limits.MaxPendingCalls, which closes the connection.
 	CapnwebCalls int
 
+	// Shared counts the Tasks and Streams slots of several replicas together (package
+	// cluster's Limits, in PostgreSQL): give every replica's Quotas one on the same database,
+	// and a principal's limits hold across the cluster. A slot is then taken from it before the
+	// request runs and given back to it at the same moments as above. When it fails (the
+	// database is unreachable), the request is let through, counted by this replica alone.
+	// Nil: each replica counts alone. (CapnwebCalls is per connection: always counted here.)
+	Shared QuotaCounter
+
 	once  sync.Once
 	state *quotaState
+}
+
+// QuotaCounter counts quota slots for several replicas together (see Quotas.Shared). Its
+// methods are called outside the binding's locks, and may block on the network.
+type QuotaCounter interface {
+	// Acquire takes a slot of quota ("tasks" or "streams") for key (a principal, or an IP
+	// address) if fewer than limit are held, across every replica, and reports whether it did.
+	Acquire(ctx context.Context, quota, key string, limit int) (bool, error)
+	// Release gives back a slot Acquire took.
+	Release(ctx context.Context, quota, key string) error
 }
 
 // Quota names, as the error metadata gives them.
@@ -98,6 +117,7 @@ func (q *Quotas) counts() *quotaState {
 	}
 	q.once.Do(func() {
 		q.state = &quotaState{
+			shared:  q.Shared,
 			limits:  map[string]int{quotaTasks: q.Tasks, quotaStreams: q.Streams},
 			held:    map[string]map[string]int{quotaTasks: {}, quotaStreams: {}},
 			changed: make(chan struct{}),
@@ -109,6 +129,7 @@ func (q *Quotas) counts() *quotaState {
 // quotaState counts the slots held, per quota and principal key.
 type quotaState struct {
 	limits map[string]int // read-only
+	shared QuotaCounter   // read-only; nil: counted here alone
 
 	mu      sync.Mutex
 	held    map[string]map[string]int // quota → key → slots
@@ -122,22 +143,36 @@ type slot struct {
 	key      string
 	taken    atomic.Bool // taken over by an owner other than the one that acquired it
 	released atomic.Bool
+	shared   bool // taken from quotaState.shared too: given back there
 }
 
 // acquire takes a slot of quota for key, or refuses with the wire error. A nil state, or a
-// quota without limit, gives a nil slot.
-func (st *quotaState) acquire(quota, key string) (*slot, *requestError) {
+// quota without limit, gives a nil slot. With a shared counter the slot is taken there first
+// (the limit is the cluster's), and counted here too.
+func (st *quotaState) acquire(ctx context.Context, quota, key string) (*slot, *requestError) {
 	if st == nil || st.limits[quota] == 0 {
 		return nil, nil
 	}
 	limit := st.limits[quota]
+	sl := &slot{st: st, quota: quota, key: key}
+	if st.shared != nil {
+		ok, err := st.shared.Acquire(ctx, quota, key, limit)
+		switch {
+		case err != nil:
+			// Unreachable: this replica counts alone until it is back.
+		case !ok:
+			return nil, errQuota(quota, limit)
+		default:
+			sl.shared = true
+		}
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.held[quota][key] >= limit {
+	if !sl.shared && st.held[quota][key] >= limit {
 		return nil, errQuota(quota, limit)
 	}
 	st.held[quota][key]++
-	return &slot{st: st, quota: quota, key: key}, nil
+	return sl, nil
 }
 
 // release gives the slot back; only the first call counts.
@@ -146,6 +181,11 @@ func (s *slot) release() {
 		return
 	}
 	st := s.st
+	if s.shared {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = st.shared.Release(ctx, s.quota, s.key) // a slot lost here is reclaimed with its replica's
+		cancel()
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.held[s.quota][s.key]--; st.held[s.quota][s.key] <= 0 {
@@ -211,12 +251,12 @@ func (st *quotaState) reserve(ctx context.Context, key string, send, stream bool
 	var s quotaSlots
 	var rerr *requestError
 	if stream {
-		if s.stream, rerr = st.acquire(quotaStreams, key); rerr != nil {
+		if s.stream, rerr = st.acquire(ctx, quotaStreams, key); rerr != nil {
 			return ctx, nil, rerr
 		}
 	}
 	if send {
-		if s.task, rerr = st.acquire(quotaTasks, key); rerr != nil {
+		if s.task, rerr = st.acquire(ctx, quotaTasks, key); rerr != nil {
 			s.stream.release()
 			return ctx, nil, rerr
 		}
@@ -267,7 +307,7 @@ func (h *quotaHandler) slot(ctx context.Context, quota string) (*slot, error) {
 		}
 	}
 	// Every binding reserves; this is for a route none classified.
-	sl, rerr := h.st.acquire(quota, principalKey(ctx, ""))
+	sl, rerr := h.st.acquire(ctx, quota, principalKey(ctx, ""))
 	if rerr != nil {
 		return nil, rerr
 	}

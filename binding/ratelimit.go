@@ -22,6 +22,19 @@ import (
 type RateLimit struct {
 	PerSecond float64
 	Burst     int
+	// Shared keeps the buckets of several replicas together (package cluster's Limits, in
+	// PostgreSQL): give every replica a RateLimit with the same one, and a principal's rate is
+	// counted across the cluster. When it fails (the database is unreachable), the request is
+	// counted by this replica's own buckets. Nil: each process counts alone.
+	Shared RateCounter
+}
+
+// RateCounter keeps token buckets for several replicas together (see RateLimit.Shared). Take
+// is called outside the binding's locks, and may block on the network.
+type RateCounter interface {
+	// Take takes a token from key's bucket, of burst tokens refilled at perSecond, and reports
+	// whether there was one; when there was none, wait is how long until there is.
+	Take(ctx context.Context, key string, perSecond float64, burst int) (ok bool, wait time.Duration, err error)
 }
 
 // limiter holds one bucket per principal. Buckets idle long enough to be full are dropped.
@@ -29,6 +42,8 @@ type limiter struct {
 	rate  float64
 	burst float64
 	now   func() time.Time
+
+	shared RateCounter // nil: the buckets below alone
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -45,7 +60,7 @@ func newLimiter(l *RateLimit) *limiter {
 		return nil
 	}
 	burst := max(l.Burst, 1)
-	return &limiter{rate: l.PerSecond, burst: float64(burst), now: time.Now, buckets: map[string]*bucket{}}
+	return &limiter{rate: l.PerSecond, burst: float64(burst), now: time.Now, buckets: map[string]*bucket{}, shared: l.Shared}
 }
 
 // allow takes a token for key, or says how long until one is there.
@@ -87,7 +102,18 @@ func (l *limiter) check(ctx context.Context, addr string) *requestError {
 	if l == nil {
 		return nil
 	}
-	return l.checkKey(principalKey(ctx, addr))
+	key := principalKey(ctx, addr)
+	if l.shared != nil {
+		ok, wait, err := l.shared.Take(ctx, key, l.rate, int(l.burst))
+		if err == nil {
+			if ok {
+				return nil
+			}
+			return rateLimited(wait)
+		}
+		// Unreachable: this replica's own buckets count until it is back.
+	}
+	return l.checkKey(key)
 }
 
 func (l *limiter) checkKey(key string) *requestError {
@@ -95,6 +121,11 @@ func (l *limiter) checkKey(key string) *requestError {
 	if ok {
 		return nil
 	}
+	return rateLimited(wait)
+}
+
+// rateLimited is the wire error of a request over the rate limit, to retry after wait.
+func rateLimited(wait time.Duration) *requestError {
 	secs := int(math.Ceil(wait.Seconds()))
 	return &requestError{
 		reason:      "RATE_LIMITED",

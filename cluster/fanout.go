@@ -125,8 +125,10 @@ func Connect(ctx context.Context, urls string, opts *Options) (*Fanout, error) {
 	}
 	nc, err := nats.Connect(urls, nats.Name(o.Name), nats.Timeout(o.ConnectTimeout),
 		nats.MaxReconnects(-1), nats.ReconnectWait(o.ReconnectWait),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("cluster: lost NATS; streams of other replicas' tasks poll the store until it is back", "err", err)
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if !c.IsClosed() {
+				log.Warn("cluster: lost NATS; streams of other replicas' tasks poll the store until it is back", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("cluster: NATS is back", "server", c.ConnectedUrlRedacted()) }))
 	if err != nil {

@@ -72,7 +72,7 @@ func (env *clusterEnv) start(t *testing.T, name string, extra ...string) *replic
 	p := &replicaProc{name: name, addr: freeAddr(t), grpc: freeAddr(t), log: &lockedBuffer{}, exited: make(chan struct{})}
 	args := append([]string{"serve", "-addr", p.addr, "-grpc-addr", p.grpc, "-db", env.db, "-agent", "builtin", "-no-push",
 		"-cluster", env.nats, "-cluster-stream", env.stream, "-replica", name, "-lease", "1s", "-cluster-poll", "250ms",
-		"-log-level", "warn"}, extra...)
+		"-log-level", "warn", "-drain", "1s"}, extra...)
 	p.cmd = exec.Command(env.bin, args...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
@@ -641,5 +641,133 @@ func TestClusterNATSRestart(t *testing.T) {
 	want := []string{"Waiting 4 seconds.", "1/4 seconds elapsed.", "2/4 seconds elapsed.", "3/4 seconds elapsed.", "4/4 seconds elapsed.", "Done: waited 4 seconds."}
 	if !slices.Equal(texts, want) {
 		t.Errorf("the store holds %q, want %q", texts, want)
+	}
+}
+
+// A quota of N running tasks per principal holds across replicas: alice's tasks on one count on
+// the others, bob has his own; a task that ends gives its slot back everywhere, and so does a
+// replica that dies, once its heartbeat expired.
+func TestClusterQuota(t *testing.T) {
+	env := newClusterEnv(t)
+	keys := []string{"-api-key", "ka=alice", "-api-key", "kb=bob", "-max-tasks", "2"}
+	reps := []*replicaProc{env.start(t, "q1", keys...), env.start(t, "q2", keys...), env.start(t, "q3", keys...)}
+	clientOf := func(r *replicaProc, key string) *client.Client {
+		c, err := client.New(t.Context(), "http://"+r.addr, &client.Options{Binding: "jsonrpc", Header: http.Header{"X-API-Key": {key}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Destroy() })
+		return c
+	}
+	start := func(c *client.Client, what string) (a2a.TaskID, error) {
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(what)),
+			Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+		if err != nil {
+			return "", err
+		}
+		return res.(*a2a.Task).ID, nil
+	}
+	// (a2a-go's JSON-RPC client says only the HTTP status of the refusal.)
+	refused := func(err error) bool { return err != nil && strings.Contains(err.Error(), "429 Too Many Requests") }
+	alice := []*client.Client{clientOf(reps[0], "ka"), clientOf(reps[1], "ka"), clientOf(reps[2], "ka")}
+	if _, err := start(alice[0], "wait 30"); err != nil {
+		t.Fatal(err)
+	}
+	short, err := start(alice[1], "wait 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(alice[2], "wait 30"); !refused(err) {
+		t.Fatalf("alice's third task, on a third replica: %v, want QUOTA_EXCEEDED", err)
+	}
+	if _, err := start(clientOf(reps[2], "kb"), "wait 1"); err != nil {
+		t.Fatalf("bob's task: %v", err)
+	}
+	// The short task ends: its slot is free again, on every replica.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := alice[1].GetTask(t.Context(), &a2a.GetTaskRequest{ID: short})
+		if err == nil && got.Status.State == a2a.TaskStateCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the short task did not complete")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var third a2a.TaskID
+	for {
+		if third, err = start(alice[2], "wait 30"); err == nil {
+			break
+		}
+		if !refused(err) || time.Now().After(deadline) {
+			t.Fatalf("alice's task after one ended: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the slot comes back as the replica sees the task end
+	}
+	if _, err := start(alice[1], "wait 30"); !refused(err) {
+		t.Fatalf("alice's task over the quota again: %v, want QUOTA_EXCEEDED", err)
+	}
+	// q1, which holds one of alice's slots, dies: its slot comes back once its heartbeat expired.
+	reps[0].kill()
+	for {
+		if _, err = start(alice[1], "wait 30"); err == nil {
+			break
+		}
+		if !refused(err) || time.Now().After(deadline) {
+			t.Fatalf("alice's task after the replica holding her slot died: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = third
+}
+
+// The runtime's agent on two replicas: each turn of the (anonymous) principal's instance runs
+// on one replica at a time, and a replica reloads the instance another replica changed, so what
+// one learned the other knows.
+func TestClusterRuntimeAgent(t *testing.T) {
+	env := newClusterEnv(t)
+	r1, r2 := env.start(t, "n1", "-agent", "notes"), env.start(t, "n2", "-agent", "notes")
+	say := func(r *replicaProc, what string) string {
+		c, err := client.New(t.Context(), "http://"+r.addr, &client.Options{Binding: "rest"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Destroy()
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(what))})
+		if err != nil {
+			t.Fatalf("%s on %s: %v", what, r.name, err)
+		}
+		switch x := res.(type) {
+		case *a2a.Message:
+			return text(x)
+		case *a2a.Task:
+			if x.Status.Message != nil {
+				return text(x.Status.Message)
+			}
+			var parts []string
+			for _, a := range x.Artifacts {
+				for _, p := range a.Parts {
+					parts = append(parts, p.Text())
+				}
+			}
+			return strings.Join(parts, " ")
+		}
+		return ""
+	}
+	if got := say(r1, "remember my name is Alice"); !strings.Contains(got, "Alice") {
+		t.Fatalf("n1: %q", got)
+	}
+	if got := say(r2, "actually my name is Alicia"); !strings.Contains(got, "Alicia") {
+		t.Fatalf("n2: %q", got)
+	}
+	if got := say(r1, "what do you know about my name"); !strings.Contains(got, "Alicia") {
+		t.Errorf("n1 after n2's correction: %q, want Alicia", got)
+	}
+	if got := say(r2, "remember my color is blue"); !strings.Contains(got, "blue") {
+		t.Fatalf("n2: %q", got)
+	}
+	if got := say(r1, "what do you know about my color"); !strings.Contains(got, "blue") {
+		t.Errorf("n1 after n2 learned a color: %q, want blue", got)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/cluster"
 	"github.com/a2awebcap/a2awebcap/engine"
 )
@@ -21,6 +23,7 @@ type clusterConfig struct {
 	nats, replica, stream string
 	lease, poll           time.Duration
 	envErr                error
+	ownership             agent.Ownership // set by run from clusterParts: the runtime's instances
 }
 
 func (c *clusterConfig) flags(fs *flag.FlagSet) {
@@ -78,11 +81,40 @@ func (c *clusterConfig) check(db string) error {
 	return nil
 }
 
-// open connects to NATS and returns the engine's cluster options, and what closes the
-// connection (after the engine). Nil options: a single process.
-func (c *clusterConfig) open(ctx context.Context, log *slog.Logger) (*engine.Cluster, func(), error) {
+// clusterParts are what cluster mode adds to serve: the engine's options, and the counters
+// that make quotas and rate limits cluster-wide. The zero value is a single process.
+type clusterParts struct {
+	engine *engine.Cluster
+	limits *cluster.Limits
+}
+
+// ownership keeps the agent runtime's instances on one replica at a time; nil on a single
+// process.
+func (p clusterParts) ownership() agent.Ownership {
+	if p.limits == nil {
+		return nil
+	}
+	return p.limits.Ownership(0)
+}
+
+// share makes quotas and rateLimit (either may be nil) count across the cluster.
+func (p clusterParts) share(quotas *binding.Quotas, rateLimit *binding.RateLimit) {
+	if p.limits == nil {
+		return
+	}
+	if quotas != nil {
+		quotas.Shared = p.limits
+	}
+	if rateLimit != nil {
+		rateLimit.Shared = p.limits
+	}
+}
+
+// open connects to NATS and to the database of db for the cluster-wide limits, and returns
+// the parts, and what closes them (after the engine).
+func (c *clusterConfig) open(ctx context.Context, db string, log *slog.Logger) (clusterParts, func(), error) {
 	if c.nats == "" {
-		return nil, func() {}, nil
+		return clusterParts{}, func() {}, nil
 	}
 	name := c.replica
 	if name == "" {
@@ -90,10 +122,16 @@ func (c *clusterConfig) open(ctx context.Context, log *slog.Logger) (*engine.Clu
 	}
 	f, err := cluster.Connect(ctx, c.nats, &cluster.Options{Stream: c.stream, Name: "a2awebcap " + name, Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("-cluster: %w", err)
+		return clusterParts{}, nil, fmt.Errorf("-cluster: %w", err)
+	}
+	limits, err := cluster.OpenLimits(ctx, db, &cluster.LimitsOptions{Replica: name, TTL: c.lease, Logger: log})
+	if err != nil {
+		_ = f.Close()
+		return clusterParts{}, nil, fmt.Errorf("-cluster: quotas and rate limits: %w", err)
 	}
 	log.Info("cluster mode", "replica", name, "nats", c.nats, "stream", c.stream, "lease", c.lease)
-	return &engine.Cluster{Replica: name, LeaseTTL: c.lease, Fanout: f, Poll: c.poll}, func() { _ = f.Close() }, nil
+	parts := clusterParts{engine: &engine.Cluster{Replica: name, LeaseTTL: c.lease, Fanout: f, Poll: c.poll}, limits: limits}
+	return parts, func() { _ = limits.Close(); _ = f.Close() }, nil
 }
 
 // readyz answers 200 "ready" when eng takes work (its store answers, its fan-out is connected,

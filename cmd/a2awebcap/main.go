@@ -247,6 +247,12 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	clusterParts, closeCluster, err := c.cluster.open(ctx, c.db, log)
+	if err != nil {
+		return err
+	}
+	defer closeCluster() // after the engine's Close and the agent's, below
+	c.cluster.ownership = clusterParts.ownership()
 
 	var exec a2asrv.AgentExecutor
 	var agentCaps binding.AgentCapabilities
@@ -337,13 +343,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 	}
 
-	clusterOpts, closeCluster, err := c.cluster.open(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer closeCluster() // after the engine's Close, below
 	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits(), ExtendedCard: extended,
-		Cluster: clusterOpts})
+		Cluster: clusterParts.engine})
 	if n, err := eng.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering tasks: %w", err)
 	} else if n > 0 {
@@ -358,6 +359,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	clusterParts.share(quotas, rateLimit)
 	tlsCfg, fingerprint, err := c.tls.config(c.addr)
 	if err != nil {
 		return err
@@ -604,7 +606,8 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 	if idle == 0 {
 		idle = -1 // -idle-evict 0: never
 	}
-	h, err := agent.NewHost(def, &agent.HostOptions{Store: store, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices})
+	h, err := agent.NewHost(def, &agent.HostOptions{Store: store, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices,
+		Ownership: c.cluster.ownership})
 	if err != nil {
 		closeStore()
 		return nil, nil, err

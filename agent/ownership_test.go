@@ -1,0 +1,168 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+)
+
+// leases is an Ownership table in memory, shared by the hosts of a test as replicas share a
+// database; each host sees it through its own holder name (owner).
+type leases struct {
+	mu   sync.Mutex
+	rows map[agent.Key]*leaseRow
+}
+
+type leaseRow struct {
+	holder string
+	until  time.Time
+	epoch  int64
+}
+
+type owner struct {
+	l    *leases
+	name string
+	ttl  time.Duration
+}
+
+func (l *leases) as(name string) *owner { return &owner{l: l, name: name, ttl: 200 * time.Millisecond} }
+
+func (o *owner) Hold(_ context.Context, key agent.Key) (int64, bool, error) {
+	o.l.mu.Lock()
+	defer o.l.mu.Unlock()
+	if o.l.rows == nil {
+		o.l.rows = map[agent.Key]*leaseRow{}
+	}
+	r := o.l.rows[key]
+	now := time.Now()
+	switch {
+	case r == nil:
+		r = &leaseRow{holder: o.name, epoch: 1}
+		o.l.rows[key] = r
+	case r.holder == o.name:
+	case r.until.After(now):
+		return 0, false, nil
+	default:
+		r.holder, r.epoch = o.name, r.epoch+1
+	}
+	r.until = now.Add(o.ttl)
+	return r.epoch, true, nil
+}
+
+func (o *owner) Release(_ context.Context, key agent.Key) error {
+	o.l.mu.Lock()
+	defer o.l.mu.Unlock()
+	if r := o.l.rows[key]; r != nil && r.holder == o.name {
+		r.until = time.Time{}
+	}
+	return nil
+}
+
+func (o *owner) Renewal() time.Duration { return o.ttl / 3 }
+
+// steal gives key to holder at once, as if this replica's lease had expired.
+func (l *leases) steal(key agent.Key, holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.rows[key]
+	r.holder, r.epoch, r.until = holder, r.epoch+1, time.Now().Add(time.Hour)
+}
+
+// Two replicas share the store: each uses alice's instance only while the other does not, and
+// one whose resident copy another replica has changed since reloads it: what b corrected, a
+// knows.
+func TestOwnershipKeepsInstancesFresh(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	l := &leases{}
+	def := func() *agent.Definition {
+		return &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: &recorder{}}
+	}
+	a := newHost(t, def(), &agent.HostOptions{Store: st, Ownership: l.as("a")})
+	b := newHost(t, def(), &agent.HostOptions{Store: st, Ownership: l.as("b")})
+	onA, onB := instance(t, a, "alice"), instance(t, b, "alice")
+	if run := ask(t, onA, "s", "remember my name is Alice"); run.Reply != "Noted: my name is Alice." {
+		t.Fatalf("on a: %q", run.Reply)
+	}
+	if run := ask(t, onB, "s", "actually my name is Alicia"); !strings.Contains(run.Reply, "Alicia") {
+		t.Fatalf("on b: %q", run.Reply)
+	}
+	if run := ask(t, onA, "s", "what do you know about my name"); !strings.Contains(run.Reply, "Alicia") || strings.Contains(run.Reply, "is Alice.") {
+		t.Errorf("a, after b's correction: %q; want Alicia (a's copy reloaded)", run.Reply)
+	}
+}
+
+// While a turn of alice's instance runs on one replica, another replica's use of it waits (and
+// gives up with ErrBusy when its caller stops waiting); once the turn is over, it goes on.
+func TestOwnershipOneReplicaAtATime(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	l := &leases{}
+	g := newGate()
+	def := &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: g}
+	a := newHost(t, def, &agent.HostOptions{Store: st, Ownership: l.as("a")})
+	b := newHost(t, &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: &recorder{}}, &agent.HostOptions{Store: st, Ownership: l.as("b")})
+	onA := instance(t, a, "alice")
+	done := make(chan agent.Run, 1)
+	go func() { done <- ask(t, onA, "s", "tell me a story") }() // consults the gated model
+	<-g.entered
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Instance(ctx, agent.Principal{Tenant: "acme", Name: "alice"}); !errors.Is(err, agent.ErrBusy) {
+		t.Fatalf("b takes alice's instance while a's turn runs: %v, want ErrBusy", err)
+	}
+	// bob's instance is not held up.
+	if run := ask(t, instance(t, b, "bob"), "s", "remember my name is Bob"); run.Reply != "Noted: my name is Bob." {
+		t.Errorf("bob on b: %q", run.Reply)
+	}
+	close(g.release)
+	<-done
+	if run := ask(t, instance(t, b, "alice"), "s", "remember my color is blue"); run.Reply != "Noted: my color is blue." {
+		t.Errorf("alice on b once a's turn ended: %q", run.Reply)
+	}
+}
+
+// A replica that lost its lease (it could not renew in time, and another replica took the
+// instance) stops its instance: its turn in flight is canceled, and commits nothing.
+func TestOwnershipLostLeaseStopsTheInstance(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	l := &leases{}
+	g := newGate()
+	a := newHost(t, &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: g}, &agent.HostOptions{Store: st, Ownership: l.as("a")})
+	onA := instance(t, a, "alice")
+	type outcome struct {
+		run agent.Run
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		ev := agent.UserText("tell me a story")
+		ev.Context.Session = "s"
+		run, err := onA.Ask(t.Context(), ev)
+		done <- outcome{run, err}
+	}()
+	<-g.entered
+	l.steal(agent.Key{Agent: "helper", Principal: agent.Principal{Tenant: "acme", Name: "alice"}}, "b")
+	select {
+	case o := <-done:
+		if o.err == nil && len(o.run.Log) > 0 {
+			if end := o.run.Log[len(o.run.Log)-1]; end.Result["status"] != "canceled" {
+				t.Errorf("the turn of an instance whose lease was lost ended %q, want canceled", end.Result["status"])
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn of an instance whose lease was lost runs on")
+	}
+	turns, _ := st.Turns(t.Context(), agent.Key{Agent: "helper", Principal: agent.Principal{Tenant: "acme", Name: "alice"}}, "s")
+	for _, tr := range turns {
+		if tr.Status != "canceled" {
+			t.Errorf("a turn committed as %s after the lease was lost", tr.Status)
+		}
+	}
+}
