@@ -114,6 +114,8 @@ func follow(t *testing.T, e *engine.Engine, ctx context.Context, id a2a.TaskID) 
 	case <-first:
 	case err := <-end:
 		t.Fatalf("subscription ended before its first event: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("no first event on the subscription in a minute")
 	}
 	return func() []a2a.Event {
 		mu.Lock()
@@ -201,8 +203,13 @@ func TestStreamsCrossReplicasThroughNATS(t *testing.T) {
 		ex.step()
 		waitFor(t, fmt.Sprint("step ", i, " on b"), saw(t, evs, fmt.Sprint("step ", i)))
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the stream on b did not end; it has %q", texts(t, evs()))
 	}
 	want := append(append([]string{"TASK_STATE_WORKING"}, steps(1, 20)...), "TASK_STATE_COMPLETED")
 	got := texts(t, evs())

@@ -342,7 +342,7 @@ func TestClusterTakesOverADeadReplicasTask(t *testing.T) {
 			// The client reconnects to b with its last event id.
 			rctx := withLastEventID(ctx, last)
 			done := make(chan []a2a.Event, 1)
-			go func() { done <- collect(t, b.SubscribeToTask(rctx, &a2a.SubscribeToTaskRequest{ID: task.ID})) }()
+			go func() { done <- gather(t, b.SubscribeToTask(rctx, &a2a.SubscribeToTaskRequest{ID: task.ID})) }()
 			if resumable {
 				// b takes over once the lease expired (within a lease time and a recovery
 				// period) and the agent runs again there; its steps go on.
@@ -390,8 +390,29 @@ func TestClusterStreamsOtherReplicasTasks(t *testing.T) {
 	a := replica(t, ex, st, "a", nil)
 	b := replica(t, ex, st, "b", nil)
 	task := startSteps(t, a, ctx, 5, "far")
+	// The subscription is open (it has the task) before the first step: a task that finished
+	// first could not be subscribed to.
+	next, stop := iter.Pull2(b.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+	defer stop()
+	ev, err, ok := next()
+	if err != nil || !ok {
+		t.Fatalf("subscription on b: %v, %v", err, ok)
+	}
 	done := make(chan []a2a.Event, 1)
-	go func() { done <- collect(t, b.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID})) }()
+	go func() {
+		got := []a2a.Event{ev}
+		for {
+			ev, err, ok := next()
+			if err != nil {
+				t.Errorf("subscription on b: %v", err)
+			}
+			if err != nil || !ok {
+				break
+			}
+			got = append(got, ev)
+		}
+		done <- got
+	}()
 	for range 5 {
 		ex.step("far")
 	}
@@ -524,13 +545,13 @@ func TestClusterFollowUpOnAnotherReplica(t *testing.T) {
 	rec, _ := st.Get(ctx, store.Owner{Principal: "alice"}, task.ID)
 	onA := make(chan []a2a.Event, 1)
 	go func() {
-		onA <- collect(t, a.SubscribeToTask(withLastEventID(ctx, rec.LastSeq), &a2a.SubscribeToTaskRequest{ID: task.ID}))
+		onA <- gather(t, a.SubscribeToTask(withLastEventID(ctx, rec.LastSeq), &a2a.SubscribeToTaskRequest{ID: task.ID}))
 	}()
 	done := send(t, b, ctx, follow(task, "Ada"))
 	if done.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("follow-up on b: %s, want completed", done.Status.State)
 	}
-	evs := <-onA
+	evs := within(t, onA)
 	checkSeqs(t, evs, rec.LastSeq)
 	if diff := cmp.Diff([]string{"status:TASK_STATE_WORKING", "status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"}, kinds(evs)); diff != "" {
 		t.Errorf("subscription on a (-want +got):\n%s", diff)
@@ -791,4 +812,18 @@ func within[T any](t *testing.T, c <-chan T) T {
 		t.Fatal("nothing came in a minute")
 		panic("unreachable")
 	}
+}
+
+// gather is collect for a goroutine of the test: a stream error fails the test without
+// stopping the goroutine, so the events so far still reach the test, which then fails.
+func gather(t *testing.T, seq iter.Seq2[a2a.Event, error]) []a2a.Event {
+	var out []a2a.Event
+	for ev, err := range seq {
+		if err != nil {
+			t.Errorf("stream error = %v", err)
+			break
+		}
+		out = append(out, ev)
+	}
+	return out
 }
