@@ -1,9 +1,21 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2awebcap/a2awebcap/agents"
+	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/store"
+	"github.com/a2awebcap/a2awebcap/store/memory"
 )
 
 func TestClusterFlags(t *testing.T) {
@@ -57,6 +69,67 @@ func TestClusterFlags(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, c.cluster)
+			}
+		})
+	}
+}
+
+// failingStore is a store whose reads fail, as one that cannot reach its database.
+type failingStore struct{ store.Store }
+
+func (failingStore) Get(context.Context, store.Owner, a2a.TaskID) (*store.Task, error) {
+	return nil, errors.New("connection refused")
+}
+
+// downFanout is a fan-out whose NATS connection is down.
+type downFanout struct{}
+
+func (downFanout) Publish(*engine.Written) {}
+func (downFanout) Listen(func(*engine.Incoming)) (func(), error) {
+	return func() {}, nil
+}
+func (downFanout) Ready(context.Context) error { return errors.New("NATS connection RECONNECTING") }
+
+// /readyz says what keeps a replica from taking work, for load balancers.
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	quiet := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name     string
+		st       func() store.Store
+		cluster  *engine.Cluster
+		drain    bool
+		status   int
+		wantBody string
+	}{
+		{name: "single process", st: func() store.Store { return memory.New() }, status: http.StatusOK, wantBody: "ready"},
+		{name: "replica", st: func() store.Store { return memory.New() }, cluster: &engine.Cluster{Replica: "r", LeaseTTL: time.Hour}, status: http.StatusOK, wantBody: "ready"},
+		{name: "store down", st: func() store.Store { return failingStore{memory.New()} }, status: http.StatusServiceUnavailable, wantBody: "store unavailable"},
+		{name: "NATS down", st: func() store.Store { return memory.New() }, cluster: &engine.Cluster{Replica: "r", LeaseTTL: time.Hour, Fanout: downFanout{}},
+			status: http.StatusServiceUnavailable, wantBody: "NATS unavailable"},
+		{name: "draining", st: func() store.Store { return memory.New() }, drain: true, status: http.StatusServiceUnavailable, wantBody: "draining"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := tc.st()
+			eng := engine.New(&agents.Builtin{}, st, &engine.Options{Logger: quiet, Cluster: tc.cluster})
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				eng.Close(ctx)
+				st.Close()
+			})
+			if tc.drain {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				if err := eng.Drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := httptest.NewRecorder()
+			readyz(eng)(rec, httptest.NewRequest("GET", "/readyz", nil))
+			if got := strings.TrimSpace(rec.Body.String()); rec.Code != tc.status || got != tc.wantBody {
+				t.Errorf("/readyz = %d %q, want %d %q", rec.Code, got, tc.status, tc.wantBody)
 			}
 		})
 	}
