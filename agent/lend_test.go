@@ -98,14 +98,14 @@ func TestClientLendsACapability(t *testing.T) {
 		t.Errorf("lent again: %q", got)
 	}
 	_ = s2.Close()
-	deadline := time.Now().Add(10 * time.Second) // generous: the server notices the closed socket, then disposes
+	deadline := time.Now().Add(time.Minute) // generous: the server notices the closed socket, then disposes
 	for {
 		got := read("public/later")
 		if strings.HasPrefix(got, "no-such-tool: ") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("10 s after the connection closed: %q", got)
+			t.Fatalf("a minute after the connection closed: %q", got)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -377,11 +377,13 @@ func grpcWireError(err error) wireError {
 // configured interval on both HTTP bindings.
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, serverConfig{opts: &Options{KeepAlive: 40 * time.Millisecond}})
-	slow, _ := json.Marshal(userMessage("sleep:400ms"))
+	// A quiet stream of 1 s with a comment due every 20 ms: at least 3 arrive however late a
+	// loaded machine runs the timers.
+	ts := startServer(t, serverConfig{opts: &Options{KeepAlive: 20 * time.Millisecond}})
+	slow, _ := json.Marshal(userMessage("sleep:1s"))
 	for name, req := range map[string]func() rawResponse{
 		"JSONRPC": func() rawResponse {
-			return do(t, "POST", ts.baseURL+DefaultJSONRPCPath, jsonrpcBody("SendStreamingMessage", userMessage("sleep:400ms")), "Accept", mediaSSE)
+			return do(t, "POST", ts.baseURL+DefaultJSONRPCPath, jsonrpcBody("SendStreamingMessage", userMessage("sleep:1s")), "Accept", mediaSSE)
 		},
 		"HTTP+JSON": func() rawResponse {
 			return do(t, "POST", ts.baseURL+DefaultRESTPath+"/message:stream", slow, "Accept", mediaSSE)
@@ -404,7 +406,7 @@ func TestKeepAlive(t *testing.T) {
 				}
 			}
 			if keepAlives < 3 {
-				t.Errorf("%d keep-alive comments in a 400ms stream at 40ms", keepAlives)
+				t.Errorf("%d keep-alive comments in a 1s stream at 20ms", keepAlives)
 			}
 			if events != 4 {
 				t.Errorf("%d events, want 4", events)

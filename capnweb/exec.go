@@ -255,6 +255,9 @@ func (s *Session) runReadyLocked(r *execRun, ctx context.Context) bool {
 			r.owner.Store(false)
 			s.execActive = false
 			s.execBlocked = nil
+			if dog == nil {
+				s.dropParkedLocked() // else the watchdog's next look does
+			}
 			own := r.ownPass
 			r.ownPass = false
 			s.mu.Unlock()
@@ -353,6 +356,9 @@ func (s *Session) watch(b *busyState) {
 	b.dogArmed.Store(false)
 	r := b.dogRun.Load()
 	if r == nil || !r.owner.Load() {
+		s.mu.Lock()
+		s.dropParkedLocked() // the timer held the busy state last
+		s.mu.Unlock()
 		return
 	}
 	n := r.calls.Load()

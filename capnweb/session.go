@@ -174,8 +174,8 @@ type Session struct {
 	mainStub *Stub
 	onEnd    func() // set by serveAsync: called when the session and its goroutines are done
 
-	readResumes atomic.Int32 // times the read loop resumed after idling (tests)
-	readParks   atomic.Int32 // times it parked (tests)
+	readResumes atomic.Int32 // times the read loop resumed after idling (changed under mu)
+	readParks   atomic.Int32 // times it parked (changed under mu): more than readResumes while parked
 	dupping     int32        // ensureResolving is dup'ing an export's hook, without mu (under mu)
 	// passes counts the goroutines in a pass: the read loop while it handles what it has read
 	// (the messages already buffered, one after another, and the calls they make ready), and a
@@ -218,10 +218,27 @@ func (s *Session) busyState() *busyState {
 	return b
 }
 
-// dropBusy lets the busy state go when nothing uses it: the read loop is going idle.
+// dropBusy lets the busy state go when nothing uses it: the read loop is going idle. If the
+// writer, an executor or the watchdog still uses it, the last of them to finish drops it
+// (dropParkedLocked), since no next idle time may come.
 func (s *Session) dropBusy() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropBusyLocked()
+}
+
+// dropParkedLocked drops the busy state if the read loop is parked and nothing else uses it:
+// for the writer, the executors and the watchdog as they finish. Caller holds s.mu.
+// The read loop is parked while it has parked more often than it resumed (both counted under
+// s.mu, so a resuming read loop never finds its state dropped under it).
+func (s *Session) dropParkedLocked() {
+	if s.readParks.Load() > s.readResumes.Load() {
+		s.dropBusyLocked()
+	}
+}
+
+// dropBusyLocked is dropBusy's work. Caller holds s.mu.
+func (s *Session) dropBusyLocked() {
 	b := s.busy.Load()
 	if b == nil || b.dogRun.Load() != nil || s.execActive || s.writerActive {
 		return
@@ -433,7 +450,9 @@ type idleWaiter interface {
 // resumeRead is the read loop of a session that was idle: it waits in a shallow frame, so its
 // fresh goroutine's stack stays at the minimum until a message arrives.
 func (s *Session) resumeRead() {
+	s.mu.Lock()
 	s.readResumes.Add(1)
+	s.mu.Unlock()
 	if w, ok := s.t.(idleWaiter); ok {
 		w.WaitReadable()
 	}
@@ -444,9 +463,16 @@ func (s *Session) resumeRead() {
 func (s *Session) idle() {
 	s.dropBusy()
 	s.wg.Add(1)
-	if p, ok := s.t.(parker); ok && p.Park(s.resumeRead) {
-		s.readParks.Add(1)
-		return
+	if p, ok := s.t.(parker); ok {
+		s.mu.Lock()
+		s.readParks.Add(1) // before it may resume
+		s.mu.Unlock()
+		if p.Park(s.resumeRead) {
+			return
+		}
+		s.mu.Lock()
+		s.readParks.Add(-1)
+		s.mu.Unlock()
 	}
 	go s.resumeRead()
 }
@@ -659,6 +685,7 @@ func (s *Session) writeLoop() {
 			s.writerIdle = false
 			if len(s.out) == 0 && !s.closing {
 				s.writerActive, s.writeWake = false, nil
+				s.dropParkedLocked()
 				s.mu.Unlock()
 				return
 			}
