@@ -35,7 +35,7 @@ type capabilityConfig struct {
 
 func (c *capabilityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.offer, "capabilities", envOr("A2AWEBCAP_CAPABILITIES", "self"),
-		"with -agent runtime or notes: the capabilities every principal's agent may install through its loader, comma-separated: self (its read-only view of itself), fs (files under -fs-root), fetch (HTTP to -fetch-allow URLs), agents (child agents holding some of its capabilities), and the packages in -capability-packages; empty: none (A2AWEBCAP_CAPABILITIES)")
+		"with -agent runtime or notes: the capabilities every principal's agent may install through its loader, comma-separated: self (its read-only view of itself), fs (files under -fs-root), fetch (HTTP to -fetch-allow URLs), clock (the time, pre-approved), agents (child agents holding some of its capabilities), and the packages in -capability-packages; empty: none (A2AWEBCAP_CAPABILITIES)")
 	fs.StringVar(&c.preinstall, "capability-preinstall", envOr("A2AWEBCAP_CAPABILITY_PREINSTALL", ""),
 		"capabilities of -capabilities that every new agent instance holds from the start, comma-separated; empty: none, the loader only (A2AWEBCAP_CAPABILITY_PREINSTALL)")
 	fs.StringVar(&c.strategies, "capability-strategy", envOr("A2AWEBCAP_CAPABILITY_STRATEGY", ""),
@@ -137,14 +137,16 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 		}
 		return capability.Offering(f, capability.Strategies{Minimum: capability.AuditOnly, Recommended: capability.ContractBased}), nil
 	case "clock":
-		return capability.Offer{}, errors.New("-capabilities clock: the runtime agent has a clock tool of its own")
+		// A capability beside the runtime agent's "clock" tool (its method is "clock.now"): what
+		// Starlark packages and the model read the time through.
+		return capability.ClockOffer(nil), nil
 	case factory.Name:
 		return c.sandbox.factoryOffer(c.keys)
 	}
 	if o, ok := packages[name]; ok {
 		return o, nil
 	}
-	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, agents; or a package in -capability-packages)", name)
+	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, clock, agents; or a package in -capability-packages)", name)
 }
 
 // fsOffer offers the file system under -fs-root (its directory sub, made if need be, when sub

@@ -31,7 +31,6 @@ func TestCapabilityFlags(t *testing.T) {
 		{"-capabilities", "fs", "-fs-root", root, "-fs-writes", "notes/*"},
 		{"-capabilities", "fetch"},
 		{"-capabilities", "fetch", "-fetch-allow", "ftp://x/*"},
-		{"-capabilities", "clock"},
 		{"-capabilities", "teleport"},
 		{"-capabilities", "self", "-capability-strategy", "fs=contract"},
 		{"-capabilities", "self", "-capability-strategy", "self=sometimes"},

@@ -99,6 +99,68 @@ func TestServeStarlarkPackages(t *testing.T) {
 	}
 }
 
+// The example package of docs/capabilities.md, greeter, reads the time through the clock
+// capability: served with -capabilities clock,greeter, each principal's instance holds both,
+// and greeter's calls reach the clock.
+func TestServeClockForPackages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "ops", Use: "sig"}}})
+	keys := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(dir, "pkgs", "greeter")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"name":"greeter","version":"1","description":"Greets people, politely and by the clock","runtime":"starlark",` +
+		`"source":"capability.star","contract":{"reads":["clock:now"]},"strategy":{"minimum":"contract","recommended":"contract"},` +
+		`"methods":[{"name":"greet","description":"Greet someone","params":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"result":{"type":"string"}}]}`
+	source := "load(\"clock\", \"now\")\n\ndef greet(name):\n    hour = int(now()[\"time\"][11:13])\n" +
+		"    part = \"morning\" if hour < 12 else \"afternoon\" if hour < 18 else \"evening\"\n" +
+		"    return \"Good %s, %s.\" % (part, name.strip().title())\n"
+	for name, data := range map[string]string{"manifest.json": manifest, "capability.star": source} {
+		if err := os.WriteFile(filepath.Join(pkg, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := capability.SignPackage(pkg, key, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseServe([]string{"-capabilities", "clock,greeter", "-capability-packages", filepath.Join(dir, "pkgs"),
+		"-capability-keys", keys, "-capability-preinstall", "clock,greeter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &agent.Definition{Name: "x"}
+	if err := c.caps.apply(t.Context(), def); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.caps.sandbox.close)
+	h, err := agent.NewHost(def, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, who := range []string{"alice", "bob"} {
+		set, release, err := h.Capabilities(t.Context(), agent.Principal{Name: who})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := set.Call(t.Context(), capability.Request{Capability: "greeter", Method: "greet", Args: json.RawMessage(`{"name":"  grace hopper "}`)})
+		if err != nil || !strings.HasPrefix(string(out), `"Good `) || !strings.HasSuffix(string(out), `, Grace Hopper."`) {
+			t.Errorf("%s: greeter.greet = %s, %v", who, out, err)
+		}
+		now, err := set.Call(t.Context(), capability.Request{Capability: "clock", Method: "now", Args: json.RawMessage(`{}`)})
+		if err != nil || !strings.Contains(string(now), `"unix"`) {
+			t.Errorf("%s: clock.now = %s, %v", who, now, err)
+		}
+		release()
+	}
+}
+
 // -reflect gives the runtime's instances the reflect capability; -reflect-every needs it.
 func TestReflectFlags(t *testing.T) {
 	t.Parallel()
