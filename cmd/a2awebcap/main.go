@@ -3,7 +3,7 @@
 //	a2awebcap serve [flags]
 //
 // serve runs an A2A 1.0 server (and 0.3 with -serve-0.3): the engine on the embedded SQLite
-// store (a2awebcap.db), an agent of the agent runtime (rule-based, or LLM-backed with -llm-url;
+// store (a2awebcap.db in the data directory, docs/operations.md), an agent of the agent runtime (rule-based, or LLM-backed with -llm-url;
 // -agent picks the built-in utility, notes or conformance agents instead), JSON-RPC, HTTP+JSON/REST
 // A2A over Cap'n Web (WebSocket and HTTP batch, docs/capnweb-binding.md) and the agent card
 // on one port, and gRPC on its own port when asked.
@@ -62,7 +62,8 @@ Usage:
 ` + sessionUsage + `
 ` + operatorUsage + `
 ` + memoryUsage + `
-With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ./a2awebcap.db, and runs
+With no flags, serve listens on 127.0.0.1:8080, keeps its tasks in ~/.local/share/a2awebcap
+(-data-dir; $XDG_DATA_HOME/a2awebcap when that is set), and runs
 an agent of the agent runtime (send it "help"; with -llm-url and -llm-model it also answers
 with that language model). The agent card is at /.well-known/agent-card.json, a browser page
 at /web/. Try, in another terminal:
@@ -136,6 +137,7 @@ type serveConfig struct {
 	sessions                                                      sessionConfig
 	agents                                                        agentsConfig
 	registry                                                      registryConfig
+	ops                                                           opsConfig
 }
 
 func serve(args []string) error {
@@ -150,7 +152,8 @@ func serve(args []string) error {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	c.ops.banner = os.Stderr
+	log := c.ops.newLogger(os.Stderr, level)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, c, log)
@@ -179,7 +182,7 @@ Flags (each can also be set by the environment variable shown):
 	}
 	fs.StringVar(&c.addr, "addr", envOr("A2AWEBCAP_ADDR", "127.0.0.1:8080"), "HTTP `address` to listen on (A2AWEBCAP_ADDR)")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", envOr("A2AWEBCAP_GRPC_ADDR", ""), "also serve gRPC on this `address`; empty: no gRPC (A2AWEBCAP_GRPC_ADDR)")
-	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", "a2awebcap.db"), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing (A2AWEBCAP_DB)")
+	fs.StringVar(&c.db, "db", envOr("A2AWEBCAP_DB", ""), "task store: a SQLite file `path`, a postgres:// URL, or \"memory\" to keep nothing; empty: a2awebcap.db in the data directory (-data-dir) (A2AWEBCAP_DB)")
 	fs.StringVar(&c.agent, "agent", envOr("A2AWEBCAP_AGENT", "runtime"), "the agent to run: runtime (the agent runtime's assistant: notes with provenance, echo, time; rule-based, and LLM-backed with -llm-url; its memory kept beside the tasks), builtin (a small utility: echo, time, count, wait, ask), notes (the runtime's note taker), or conformance (the A2A conformance kit's scenarios) (A2AWEBCAP_AGENT)")
 	fs.StringVar(&c.llmURL, "llm-url", envOr("A2AWEBCAP_LLM_URL", ""), "with -agent runtime: the `URL` of an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1 for Ollama) whose model answers what the rules do not; the API key, if any, is read from the environment variable A2AWEBCAP_LLM_API_KEY only; empty: no model (A2AWEBCAP_LLM_URL)")
 	fs.StringVar(&c.llmModel, "llm-model", envOr("A2AWEBCAP_LLM_MODEL", ""), "the `model` name -llm-url serves (A2AWEBCAP_LLM_MODEL)")
@@ -206,7 +209,11 @@ Flags (each can also be set by the environment variable shown):
 	c.cluster.flags(fs)
 	c.agents.flags(fs)
 	c.registry.flags(fs)
+	c.ops.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.db, err = c.ops.check(c.db); err != nil {
 		return c, err
 	}
 	if err := c.agents.check(fs); err != nil {
@@ -242,6 +249,9 @@ Flags (each can also be set by the environment variable shown):
 }
 
 func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
+	if err := c.ops.createDataDir(); err != nil {
+		return err
+	}
 	st, err := openStore(ctx, c.db)
 	if err != nil {
 		return err
@@ -453,16 +463,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
-	agentNames := c.agent
-	if multi != nil {
-		agentNames = ""
-		for _, a := range multi.List() {
-			agentNames += " " + a.Name
-		}
-		agentNames = "agents:" + agentNames
-	}
-	log.Info("serving", "agent", agentNames, "llm", c.llmURL, "model", c.llmModel, "store", c.db,
-		"card", scheme+"://"+ln.Addr().String()+"/.well-known/agent-card.json", "grpc", c.grpcAddr)
+	c.announce(log, scheme, ln.Addr().String(), multi, schemes, hopts)
 
 	select {
 	case err := <-errc:

@@ -57,6 +57,17 @@ func TestReadmeExamples(t *testing.T) {
 	bin := installBinary(t) // what "go install ./cmd/a2awebcap" gives
 	dir := t.TempDir()
 	base, serveLog := serveProcess(t, bin, dir) // the first command's flags: none
+	// It says where the web app is (the README's comment), and keeps its data in the home's
+	// data directory, not in the working directory.
+	if !strings.Contains(serveLog(), "web app     "+base+"/web/\n") {
+		t.Errorf("serve's banner does not give the web app's URL:\n%s", serveLog())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "home", ".local", "share", "a2awebcap", "a2awebcap.db")); err != nil {
+		t.Errorf("serve's store is not in ~/.local/share/a2awebcap: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a2awebcap.db")); err == nil {
+		t.Errorf("serve wrote a2awebcap.db into its working directory")
+	}
 	examples := readmeCommands(t, "a2awebcap ")
 	if len(examples) < 3 {
 		t.Fatalf("the README has %d client examples", len(examples))

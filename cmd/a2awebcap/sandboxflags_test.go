@@ -22,7 +22,15 @@ import (
 // main does for the real binary.
 func TestMain(m *testing.M) {
 	sandbox.WorkerMain()
+	// serve's default store goes to the data directory: a temporary one here, never the
+	// machine's ~/.local/share.
+	dir, err := os.MkdirTemp("", "a2awebcap-data-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_DATA_HOME", dir)
 	code := m.Run()
+	os.RemoveAll(dir)
 	removeInstalled() // binary_test.go
 	os.Exit(code)
 }
