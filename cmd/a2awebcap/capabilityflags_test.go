@@ -122,7 +122,8 @@ func TestServeOffersCapabilities(t *testing.T) {
 // sign-capability signs a package that serve then accepts with -capability-keys, and refuses
 // once tampered with; a package needs a runtime this build has.
 func TestSignCapability(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it registers a package runtime in packageRuntimes, which the parallel
+	// tests that start serve read.
 	dir := t.TempDir()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.MarshalPKCS8PrivateKey(key)
