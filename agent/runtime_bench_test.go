@@ -112,9 +112,14 @@ func BenchmarkSessions(b *testing.B) {
 
 // BenchmarkTurn is the runtime's own cost of a turn, the model excluded: one consult turn of
 // the Assistant policy with a model that answers at once, and one rule-only turn ("echo"), on the
-// memory store, one at a time.
+// memory store, one at a time; and "session", the consult turn of BenchmarkSessions: a turn of a
+// chat session (a new session every 20 turns, as BenchmarkSessions' 1,000 sessions have after
+// 20,000 turns).
 func BenchmarkTurn(b *testing.B) {
-	for _, tc := range []struct{ name, text string }{{"consult", "why?"}, {"rules", "echo hi"}} {
+	for _, tc := range []struct {
+		name, text string
+		session    bool
+	}{{"consult", "why?", false}, {"rules", "echo hi", false}, {"session", "why?", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			h, err := agent.NewHost(&agent.Definition{Name: "bench", Policy: agent.Assistant(), Model: sleeper(0)}, nil)
 			if err != nil {
@@ -124,10 +129,16 @@ func BenchmarkTurn(b *testing.B) {
 			a, _ := h.Instance(context.Background(), agent.Principal{Name: "p"})
 			b.ReportAllocs()
 			cpu := cpuTime()
+			i := 0
 			for b.Loop() {
-				if _, err := a.Ask(context.Background(), agent.UserText(tc.text)); err != nil {
+				ev := agent.UserText(tc.text)
+				if tc.session {
+					ev.Context.Session = fmt.Sprint("s", i/20)
+				}
+				if _, err := a.Ask(context.Background(), ev); err != nil {
 					b.Fatal(err)
 				}
+				i++
 			}
 			reportCPU(b, cpu)
 		})

@@ -255,11 +255,14 @@ func (s *Session) Record() Record { return s.rec.clone() }
 // Turns are the session's recorded turns, oldest first (copies).
 func (s *Session) Turns() []Turn { return cloneAll(s.turns, Turn.clone) }
 
-// Clone is a deep copy of s, for another goroutine to read.
+// Clone is a copy of s, for another goroutine to read, or to go back to. A recorded turn never
+// changes (End sets the one it appends before it returns), so the copy shares them: its slice of
+// turns is capped at its length, and what either session appends later the other never sees.
+// A copy costs the record, not the conversation.
 func (s *Session) Clone() *Session {
 	c := *s
 	c.rec = s.rec.clone()
-	c.turns = cloneAll(s.turns, Turn.clone)
+	c.turns = s.turns[:len(s.turns):len(s.turns)]
 	c.own = nil // filled again on demand: a clone lives on another goroutine
 	return &c
 }

@@ -257,9 +257,17 @@ func forgetStart(ts []*Turn, room int) (start, acc int) {
 // citing it carries must be listed. It shows as many turns as fit with the facts list, and
 // fails with ErrNoRoom when even the facts alone do not fit.
 func (s *Session) coherentSplit(system string, sum *Summary, conv, rest []*Turn, room int) (k, used int, facts []Fact, err error) {
-	carried := normal(system)
-	if sum != nil {
-		carried += normal(sum.Text)
+	// What the system text and the summary carry, as words: computed at the first fact, since
+	// a conversation that cited none (the common case) needs none of it.
+	var carried string
+	carriedBy := func() string {
+		if carried == "" {
+			carried = normal(system)
+			if sum != nil {
+				carried += normal(sum.Text)
+			}
+		}
+		return carried
 	}
 	// hit[id] is the index in rest of the last turn citing the fact whose own text carries it;
 	// -1 when none does (the fact must be listed whatever is shown).
@@ -270,7 +278,7 @@ func (s *Session) coherentSplit(system string, sum *Summary, conv, rest []*Turn,
 		own := s.ownFacts(t)
 		for j, f := range t.Facts {
 			if _, seen := hit[f.ID]; !seen {
-				if strings.Contains(carried, normal(f.Text)) {
+				if strings.Contains(carriedBy(), normal(f.Text)) {
 					hit[f.ID] = len(rest) // carried by the system text or the summary: never listed
 					continue
 				}
