@@ -8,12 +8,18 @@ import (
 	"github.com/a2awebcap/a2awebcap/web"
 )
 
-// serveWeb serves the browser client (package web) at /web/ and redirects / there. The page,
+// serveWeb serves the browser client (package web) at /web/, and the capnweb binding's
+// TypeScript types at /web/a2awebcap.d.ts, and redirects / there. The page,
 // its script and the capnweb module it loads are embedded in the binary; capnwebJS, when not
 // empty, names a file served instead of the embedded module (a newer capnweb build, say).
 // A capnwebJS that cannot be read is reported at start, and the page then says so.
 func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
 	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(web.Files())))
+	// The binding's TypeScript types, as text (a .ts name maps to video/mp2t in some MIME tables).
+	mux.HandleFunc("GET /web/"+web.TypesPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(web.Types())
+	})
 	if capnwebJS != "" {
 		if _, err := os.Stat(capnwebJS); err != nil {
 			log.Warn("-capnweb-js: the web page's module is missing", "path", capnwebJS, "err", err)
