@@ -36,6 +36,9 @@ const ApprovalKey = "a2awebcap.agent/approval"
 //	input-required       → input-required status asking the question: at the end of a turn
 //	                       (the rules asked), or in its middle (an effect called AskUser: the
 //	                       turn waits, and the task's next message is the answer)
+//	relay                → an event of another agent's task an effect streams in (RelayEvent):
+//	                       a working status with the callee's message, or an artifact whose
+//	                       ID is "<callee task>:<artifact ID>", with provenance under MetaKey
 //	end                  → completed status with the reply, once the turn is committed; failed
 //	                       when the model did not answer (the message is Run.Failure) or the
 //	                       turn could not be saved (a generic message)
@@ -53,10 +56,11 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		ev := Event{Kind: "message", Source: Source{Kind: SourceUser}, Text: messageText(ec.Message),
 			Context: Context{Task: string(ec.TaskID), Session: ec.ContextID}}
 		var msgID string
+		var meta map[string]any
 		if ec.Message != nil {
-			msgID = ec.Message.ID
+			msgID, meta = ec.Message.ID, ec.Message.Metadata
 		}
-		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID})
+		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta})
 		if err != nil {
 			yield(nil, err) // nothing is emitted yet, so the request fails
 			return
@@ -137,10 +141,20 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				if q != nil && json.Unmarshal([]byte(e.Result["approval"]), &approval) == nil {
 					q.Metadata = map[string]any{ApprovalKey: approval}
 				}
+				var qmeta map[string]any // who asks, when an effect asks for another (AskUserWith)
+				if q != nil && json.Unmarshal([]byte(e.Result["metadata"]), &qmeta) == nil {
+					for k, v := range qmeta {
+						q.SetMeta(k, v)
+					}
+				}
 				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q)
 				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryInput), "parked": true})
 				yield(st, nil)
 				return
+			case EntryRelay:
+				if out = relayEvent(ec, e); out == nil {
+					continue
+				}
 			case EntryEnd:
 				out = endEvent(ec, e.Result)
 			}

@@ -157,8 +157,10 @@ func (t *turn) logCapabilityRecords() {
 // callCapability makes req as an effect of the turn. A call that needs the user's decision
 // asks it (AskUser: the task goes input-required with the question) and is made again with
 // the answer; at most a few decisions are asked for one call.
-func (t *turn) callCapability(ctx context.Context, req capability.Request) (json.RawMessage, error) {
+func (t *turn) callCapability(ctx context.Context, req capability.Request) (json.RawMessage, *provenance, error) {
 	var out json.RawMessage
+	prov := &provenance{}
+	ctx = context.WithValue(ctx, provenanceKey{}, prov)
 	err := t.await(func() error {
 		var err error
 		out, err = t.in.caps.Call(ctx, req)
@@ -181,7 +183,33 @@ func (t *turn) callCapability(ctx context.Context, req capability.Request) (json
 		return err
 	})
 	t.logCapabilityRecords()
-	return out, err
+	return out, prov, err
+}
+
+// provenance is where a call's result came from, when its capability says (ResultFrom).
+type provenance struct {
+	mu   sync.Mutex
+	src  Source
+	data map[string]string
+}
+
+// event is the tool-result observation of a call of tool whose result is text: from the tool
+// itself, or from what the capability named (ResultFrom). data are the runtime's own keys.
+func (p *provenance) event(tool, text string, ctx Context, data map[string]string) Event {
+	src := Source{Kind: SourceTool, Name: tool}
+	if p != nil {
+		p.mu.Lock()
+		if p.src.Kind != "" {
+			src = p.src
+			for k, v := range p.data {
+				if _, own := data[k]; !own {
+					data[k] = v
+				}
+			}
+		}
+		p.mu.Unlock()
+	}
+	return Event{Kind: "tool-result", Source: src, Context: ctx, Text: text, Data: data}
 }
 
 // maxDecisions bounds the approvals one call may ask for (installing, then a contract, then
@@ -308,6 +336,7 @@ func (s *selfView) Memory(ctx context.Context, query string, limit int) (any, er
 		return nil, err
 	}
 	type belief struct {
+		ID         string     `json:"id"`
 		Subject    string     `json:"subject"`
 		Value      string     `json:"value"`
 		Confidence float64    `json:"confidence"`
@@ -326,7 +355,7 @@ func (s *selfView) Memory(ctx context.Context, query string, limit int) (any, er
 		Observations []obs    `json:"observations"`
 	}{[]belief{}, []obs{}}
 	for _, b := range r.Beliefs {
-		out.Beliefs = append(out.Beliefs, belief{b.Subject, b.Value, b.Confidence, b.Status, b.Provenance})
+		out.Beliefs = append(out.Beliefs, belief{b.ID, b.Subject, b.Value, b.Confidence, b.Status, b.Provenance})
 	}
 	for _, o := range r.Observations {
 		out.Observations = append(out.Observations, obs{o.ID, o.Time, o.Kind, o.Source, o.Text})

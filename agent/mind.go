@@ -393,10 +393,11 @@ func (m *mind) call(ctx context.Context, o Observation, r *compiledRule, name, i
 		return res, nil
 	}
 	var raw []byte
+	var prov *provenance
 	if err == nil {
 		req.Session = o.Context.Session
 		req.Origin = capability.Origin{Kind: capability.OriginRule, Name: r.Name, Task: o.Context.Task}
-		raw, err = m.t.callCapability(ctx, req)
+		raw, prov, err = m.t.callCapability(ctx, req)
 	}
 	if err != nil {
 		res["status"], res["result"] = callStatus(err), err.Error()
@@ -404,8 +405,7 @@ func (m *mind) call(ctx context.Context, o Observation, r *compiledRule, name, i
 	}
 	out := resultText(raw)
 	res["status"], res["result"] = "done", out
-	follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: name}, Context: o.Context,
-		Text: out, Data: map[string]string{"call": o.ID, "input": input, "tool": name}})
+	follow := m.observe(prov.event(name, out, o.Context, map[string]string{"call": o.ID, "input": input, "tool": name}))
 	return res, &follow
 }
 

@@ -309,6 +309,7 @@ func (m *mind) modelToolCall(ctx context.Context, r *compiledRule, o Observation
 	}
 	m.record(run, Entry{Kind: EntryCall, Rule: r.Name, Action: CallTool, Params: map[string]string{"tool": tc.Name, "input": input, "id": tc.ID}})
 	res := map[string]string{"action": string(CallTool), "subject": tc.Name, "value": tc.ID}
+	var prov *provenance
 	req, rerr := m.request(tc.Name, tc.Arguments, true)
 	switch {
 	case rerr != nil || !slices.ContainsFunc(m.toolSpecs(), func(s ToolSpec) bool { return s.Name == tc.Name }):
@@ -318,7 +319,8 @@ func (m *mind) modelToolCall(ctx context.Context, r *compiledRule, o Observation
 	default:
 		req.Session = o.Context.Session
 		req.Origin = capability.Origin{Kind: capability.OriginModel, Name: tc.ID, Task: o.Context.Task}
-		out, err := m.t.callCapability(ctx, req)
+		var out json.RawMessage
+		out, prov, err = m.t.callCapability(ctx, req)
 		if err != nil {
 			res["status"], res["result"] = callStatus(err), "error: "+err.Error()
 		} else {
@@ -327,8 +329,8 @@ func (m *mind) modelToolCall(ctx context.Context, r *compiledRule, o Observation
 	}
 	m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: CallTool, Result: maps.Clone(res)})
 	if res["status"] == "done" {
-		follow := m.observe(Event{Kind: "tool-result", Source: Source{Kind: SourceTool, Name: tc.Name}, Context: o.Context,
-			Text: res["result"], Data: map[string]string{"call": o.ID, "input": input, "tool": tc.Name, "model-call": tc.ID}})
+		follow := m.observe(prov.event(tc.Name, res["result"], o.Context,
+			map[string]string{"call": o.ID, "input": input, "tool": tc.Name, "model-call": tc.ID}))
 		if depth < maxToolDepth {
 			_ = m.integrateDepth(ctx, follow, run, depth+1)
 		}

@@ -53,9 +53,10 @@ var ErrNoTurn = errors.New("agent: AskUser called outside a turn")
 const commitTimeout = 30 * time.Second
 
 type turnOptions struct {
-	send    bool   // Agent.Send: nobody waits; a store error goes to the next Ask
-	bound   bool   // canceled with the caller's context (the executor), not detached (Ask)
-	message string // the A2A message ID
+	send    bool           // Agent.Send: nobody waits; a store error goes to the next Ask
+	bound   bool           // canceled with the caller's context (the executor), not detached (Ask)
+	message string         // the A2A message ID
+	meta    map[string]any // the A2A message's metadata (TurnMetadata)
 }
 
 type turn struct {
@@ -108,6 +109,10 @@ type turn struct {
 	// observations (capabilities.go).
 	capMu      sync.Mutex
 	capRecords []capability.Record
+
+	// Values of the turn's effects (relay.go: TurnValue).
+	seamMu sync.Mutex
+	values map[any]any
 }
 
 type consultInfo struct {

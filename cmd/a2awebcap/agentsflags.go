@@ -84,6 +84,7 @@ func hostedAgents(ctx context.Context, c serveConfig) (*hosting.Agents, func(), 
 	}
 	opts := &hosting.Options{Store: st, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices, Sessions: scfg,
 		FetchAllow: list(c.caps.fetchAllow),
+		A2A:        c.caps.a2a.hostedOffer,
 		Offer: func(d *hosting.Definition, name string) (capability.Offer, bool, error) {
 			switch name {
 			case "fs":

@@ -31,11 +31,12 @@ type capabilityConfig struct {
 	packages, keys                string
 	unsigned                      bool
 	sandbox                       sandboxConfig // Starlark: the sandbox and the factory (sandboxflags.go)
+	a2a                           a2aConfig     // calling other agents (a2aflags.go)
 }
 
 func (c *capabilityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.offer, "capabilities", envOr("A2AWEBCAP_CAPABILITIES", "self"),
-		"with -agent runtime or notes: the capabilities every principal's agent may install through its loader, comma-separated: self (its read-only view of itself), fs (files under -fs-root), fetch (HTTP to -fetch-allow URLs), clock (the time, pre-approved), agents (child agents holding some of its capabilities), and the packages in -capability-packages; empty: none (A2AWEBCAP_CAPABILITIES)")
+		"with -agent runtime or notes: the capabilities every principal's agent may install through its loader, comma-separated: self (its read-only view of itself), fs (files under -fs-root), fetch (HTTP to -fetch-allow URLs), clock (the time, pre-approved), agents (child agents holding some of its capabilities), a2a (calling other agents at -a2a-allow URLs), and the packages in -capability-packages; empty: none (A2AWEBCAP_CAPABILITIES)")
 	fs.StringVar(&c.preinstall, "capability-preinstall", envOr("A2AWEBCAP_CAPABILITY_PREINSTALL", ""),
 		"capabilities of -capabilities that every new agent instance holds from the start, comma-separated; empty: none, the loader only (A2AWEBCAP_CAPABILITY_PREINSTALL)")
 	fs.StringVar(&c.strategies, "capability-strategy", envOr("A2AWEBCAP_CAPABILITY_STRATEGY", ""),
@@ -53,6 +54,7 @@ func (c *capabilityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.keys, "capability-keys", envOr("A2AWEBCAP_CAPABILITY_KEYS", ""),
 		"a JWK set `file` of the keys capability packages must be signed with (A2AWEBCAP_CAPABILITY_KEYS)")
 	c.sandbox.flags(fs)
+	c.a2a.flags(fs)
 	fs.BoolVar(&c.unsigned, "capability-allow-unsigned", false, "accept unsigned capability packages (development only: a tampered package is still refused)")
 }
 
@@ -142,11 +144,13 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 		return capability.ClockOffer(nil), nil
 	case factory.Name:
 		return c.sandbox.factoryOffer(c.keys)
+	case "a2a":
+		return c.a2a.offer()
 	}
 	if o, ok := packages[name]; ok {
 		return o, nil
 	}
-	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, clock, agents; or a package in -capability-packages)", name)
+	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, clock, agents, a2a; or a package in -capability-packages)", name)
 }
 
 // fsOffer offers the file system under -fs-root (its directory sub, made if need be, when sub

@@ -245,6 +245,7 @@ Flags (each can also be set by the environment variable shown):
 	if err := c.registry.check(c.baseURL); err != nil {
 		return c, err
 	}
+	c.caps.a2a.self = c.baseURL
 	return c, nil
 }
 
