@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -150,5 +152,120 @@ func TestConnectRefuses(t *testing.T) {
 	defer cancel()
 	if _, err := Connect(ctx, "nats://127.0.0.1:1", &Options{ConnectTimeout: time.Second}); err == nil {
 		t.Error("Connect to a port nobody listens on succeeded")
+	}
+}
+
+// cutter is a TCP proxy to a NATS server that the test can cut: while cut, it closes the
+// connections it had and every new one at once, as a network partition between one replica
+// and NATS would, while the server stays up for the others.
+type cutter struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	c.wg.Go(c.serve)
+	t.Cleanup(func() {
+		ln.Close()
+		c.setCut(true)
+		c.wg.Wait()
+	})
+	return c
+}
+
+func (c *cutter) url() string { return "nats://" + c.ln.Addr().String() }
+
+func (c *cutter) serve() {
+	for {
+		down, err := c.ln.Accept()
+		if err != nil {
+			return
+		}
+		c.wg.Go(func() {
+			defer down.Close()
+			up, err := net.Dial("tcp", c.target)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			c.mu.Lock()
+			if c.cut {
+				c.mu.Unlock()
+				return
+			}
+			c.conns[down], c.conns[up] = struct{}{}, struct{}{}
+			c.mu.Unlock()
+			go func() { io.Copy(up, down); up.Close() }()
+			io.Copy(down, up)
+		})
+	}
+}
+
+// setCut cuts the link (closing every connection) or restores it.
+func (c *cutter) setCut(cut bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = cut
+	if cut {
+		for conn := range c.conns {
+			conn.Close()
+		}
+		clear(c.conns)
+	}
+}
+
+// A replica cut off from NATS while NATS stays up, and the others publish: once it is back,
+// it receives what was published meanwhile (the stream kept it), in order, before what comes
+// after.
+func TestFanoutReplicaCatchesUpAfterReconnecting(t *testing.T) {
+	t.Parallel()
+	srv := clustertest.PrivateNATS(t)
+	link := newCutter(t, strings.TrimPrefix(srv.URL(), "nats://"))
+	a := connect(t, srv.URL(), "A2ATEST")
+	b := connect(t, link.url(), "A2ATEST")
+	onB := listen(t, b)
+	write := func(i int) *engine.Written {
+		return &engine.Written{Replica: "a", Task: "t", Version: int64(i), Seq: int64(i), Last: int64(i), Events: []a2a.Event{status("t", i)}}
+	}
+	var want []*engine.Written
+	publish := func(i int) {
+		w := write(i)
+		want = append(want, w)
+		a.Publish(w)
+	}
+	publish(1)
+	onB.wait(t, 1)
+	link.setCut(true)
+	deadline := time.Now().Add(time.Minute)
+	for b.Ready(t.Context()) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("b never noticed it lost NATS")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := 2; i <= 4; i++ {
+		publish(i) // stored by the stream while b cannot hear it
+	}
+	select {
+	case <-a.js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		t.Fatal("a's publishes were not acknowledged")
+	}
+	link.setCut(false)
+	publish(5)
+	got := onB.wait(t, 5)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("writes received by b across its disconnection (-want +got):\n%s", diff)
 	}
 }
