@@ -239,6 +239,7 @@ type trail struct {
 	id      a2a.TaskID
 	events  []a2a.Event
 	errs    []string
+	endAt   time.Time // when the stream brought the task's end
 }
 
 func (tr *trail) last() int64 {
@@ -272,6 +273,9 @@ func (tr *trail) take(seq func(func(a2a.Event, error) bool), mid func()) bool {
 			tr.id = t.ID
 		}
 		tr.events = append(tr.events, ev)
+		if tr.endAt.IsZero() && tr.done() {
+			tr.endAt = time.Now()
+		}
 		if su, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && mid != nil && su.Status.State == a2a.TaskStateWorking {
 			mid()
 			mid = nil
@@ -404,6 +408,7 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 			}()
 		}
 		mid.Wait() // every task is working, on the victim, and streaming
+		killedAt := time.Now()
 		victim.kill()
 		httpLB.route("", s1.addr, s2.addr)
 		grpcLB.route("", s1.grpc, s2.grpc)
@@ -413,9 +418,20 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		early := 0
 		for _, tr := range trails {
 			if err := tr.check(); err != nil {
 				t.Errorf("round %d: %v", round, err)
+				continue
+			}
+			rec, err := st.Get(t.Context(), store.Owner{}, tr.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Lease.Holder == victim.name || (!tr.endAt.IsZero() && tr.endAt.Before(killedAt)) {
+				// It finished before the kill: on a loaded machine the first tasks may, while
+				// the last ones are still starting. Bounded below.
+				early++
 				continue
 			}
 			// The stream did break (capnweb's transport resubscribes by itself, unseen), and
@@ -423,13 +439,12 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 			if tr.binding != "capnweb" && len(tr.errs) == 0 {
 				t.Errorf("round %d: %s task %s: the stream never broke: the test did not test", round, tr.binding, tr.id)
 			}
-			rec, err := st.Get(t.Context(), store.Owner{}, tr.id)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if h := rec.Lease.Holder; h != "s1" && h != "s2" {
 				t.Errorf("round %d: task %s finished under the lease of %q, want a survivor's", round, tr.id, h)
 			}
+		}
+		if early > tasks/5 {
+			t.Errorf("round %d: %d of %d tasks finished on the victim before it was killed: the round did not test the takeover", round, early, tasks)
 		}
 		st.Close()
 		if left := env.active(t); len(left) > 0 {
