@@ -1,123 +1,940 @@
-// A browser client for the A2A capnweb binding (docs/capnweb-binding.md), with nothing but the
-// stock capnweb ES module: it finds the binding on the agent card, opens one WebSocket, and
-// renders the events of each streamed message into the page.
-//
-// Query parameters, for links and tests: ?token=T authenticates with "Authorization: Bearer T";
-// each ?send=TEXT is sent in turn on load, ?pause=MS apart. When they are all done,
-// <body data-done="true">.
-//
-// The server closes a WebSocket that stays quiet too long (docs/security.md, "Connections and
-// timeouts"); the page then opens a new one for its next message.
+// The web app (docs/web.md): a chat with the agent over the capnweb binding. State lives in
+// this module; conn.js owns the connection, markdown.js renders the agent's text. Nothing the
+// agent or the network sends is ever assigned as HTML: every node is built here, text goes
+// through textContent (or text nodes), Markdown through markdown.js.
 
-import { newWebSocketRpcSession } from "capnweb";
+import { Conn, ConnectionLost, headersFor } from "./conn.js";
+import { link, render } from "./markdown.js";
 
-const CAPNWEB = "urn:a2awebcap:capnweb:v1";
 const $ = (sel) => document.querySelector(sel);
-const params = new URLSearchParams(location.search);
+const SEQ = "a2awebcap.seq";
+const LOG = "a2awebcap.agent/log";
+const APPROVAL = "a2awebcap.agent/approval";
+const MEMORY_EXT = "urn:a2awebcap:memory:v1";
+const SESSIONS_EXT = "urn:a2awebcap:sessions:v1";
+const OPERATOR_EXT = "urn:a2awebcap:operator:v1";
+const FINAL = new Set(["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"]);
+const INTERRUPTED = new Set(["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"]);
+const TAGS = {
+  TASK_STATE_FAILED: "failed",
+  TASK_STATE_CANCELED: "canceled",
+  TASK_STATE_REJECTED: "rejected",
+  TASK_STATE_INPUT_REQUIRED: "needs your answer",
+  TASK_STATE_AUTH_REQUIRED: "needs authorization",
+};
 
-// endpoint returns the WebSocket URL of the card's capnweb interface (or the default path).
-async function endpoint() {
-  let url = new URL("/a2a/capnweb", location.href);
+// el builds an element: el("p", {className: "x", dataset: {k: v}}, "text", child…). Strings
+// become text nodes.
+function el(tag, props, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props ?? {})) {
+    if (k === "dataset") Object.assign(e.dataset, v);
+    else if (k.startsWith("aria-") || k === "role" || k === "for") e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+const stateName = (s) => String(s ?? "").replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, "-");
+const seqOf = (obj) => Number(obj?.metadata?.[SEQ] ?? 0);
+const textOf = (m) =>
+  (m?.parts ?? [])
+    .map((p) => p.text)
+    .filter((t) => typeof t === "string")
+    .join("\n");
+const when = (ts) => {
+  if (!ts) return "";
+  const d = new Date(ts);
+  return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+};
+// seconds shows a ProtoJSON duration ("0.969223056s") to the hundredth of a second.
+const seconds = (d) => (/^\d+(\.\d+)?s$/.test(d ?? "") ? `${Number(d.slice(0, -1)).toFixed(2)} s` : "-");
+const errorText = (err) => (err?.reason ? `${err.reason}: ${err.message}` : String(err?.message ?? err));
+
+// --- app state ---------------------------------------------------------------------------
+
+const app = {
+  conn: null,
+  contextId: null, // the open conversation; null for a new one
+  turns: new Map(), // task ID → Turn of the open conversation
+  waiting: null, // the Turn waiting for the user's answer (input-required), if any
+  artifacts: new Map(), // artifact ID → {taskId, artifact} of the open conversation
+  tabs: new Set(["tasks", "artifacts"]),
+};
+
+function announce(text) {
+  const a = $("#announce");
+  a.textContent = "";
+  a.textContent = text;
+}
+
+function setStatus(text) {
+  $("#status").textContent = text;
+}
+
+// --- parts -------------------------------------------------------------------------------
+
+function b64ToBytes(b64) {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+// partNode renders one non-text part: a file as a download chip, data as collapsible JSON.
+function partNode(p) {
+  if (p.data !== undefined) {
+    return el("details", { className: "data" }, el("summary", null, "data"), el("pre", { className: "json" }, JSON.stringify(p.data, null, 2)));
+  }
+  const name = p.filename || "file";
+  if (typeof p.raw === "string") {
+    const a = el("a", { className: "chip file", download: name }, `⬇ ${name}`);
+    try {
+      a.href = URL.createObjectURL(new Blob([b64ToBytes(p.raw)], { type: "application/octet-stream" }));
+    } catch {
+      a.removeAttribute("download");
+    }
+    return a;
+  }
+  if (typeof p.url === "string") {
+    const n = link(`⬇ ${name}`, p.url);
+    if (n.classList) n.classList.add("chip", "file");
+    return n;
+  }
+  return null;
+}
+
+// partsNode renders parts: text as Markdown, others as partNode.
+function partsNode(parts) {
+  const f = document.createDocumentFragment();
+  for (const p of parts ?? []) {
+    if (typeof p.text === "string") f.append(render(p.text));
+    else {
+      const n = partNode(p);
+      if (n) f.append(n);
+    }
+  }
+  return f;
+}
+
+// --- turns -------------------------------------------------------------------------------
+
+function userBubble(parts) {
+  const b = el("article", { className: "bubble user", "aria-label": "you" }, partsNode(parts));
+  $("#transcript").append(b);
+  return b;
+}
+
+// Turn is one task of the conversation as the transcript shows it: the agent's bubble (which
+// grows as the answer streams), its state tag, its steps, its artifacts' chips.
+class Turn {
+  constructor() {
+    this.id = null;
+    this.contextId = null;
+    this.seq = 0;
+    this.state = "";
+    this.answer = ""; // the streamed "answer" artifact's text
+    this.shown = ""; // the text the bubble shows
+    this.started = null;
+    this.updated = null;
+    this.ended = false;
+    this.body = el("div", { className: "body" });
+    this.tag = el("span", { className: "tag", hidden: true });
+    this.stepList = el("ol");
+    this.stepCount = el("span", null, "0 steps");
+    this.steps = el("details", { className: "steps", hidden: true }, el("summary", null, this.stepCount), this.stepList);
+    this.chips = el("div", { className: "chips" });
+    this.extra = el("div", { className: "extra" });
+    this.cancelButton = el("button", { type: "button", className: "cancel", hidden: true }, "Cancel");
+    this.cancelButton.addEventListener("click", () => cancel(this));
+    this.el = el("article", { className: "bubble agent", "aria-label": "agent", dataset: { state: "" } }, this.body, this.extra, this.chips, el("div", { className: "meta" }, this.tag, this.steps, this.cancelButton));
+    $("#transcript").append(this.el);
+  }
+
+  setText(text) {
+    if (text === this.shown) return;
+    this.shown = text;
+    this.body.replaceChildren(render(text));
+  }
+
+  step(text) {
+    if (!text) return;
+    this.stepList.append(el("li", null, text));
+    const n = this.stepList.children.length;
+    this.stepCount.textContent = `${n} step${n === 1 ? "" : "s"}`;
+    this.steps.hidden = false;
+  }
+
+  setState(state, ts) {
+    this.state = state;
+    this.el.dataset.state = stateName(state);
+    if (ts) {
+      this.updated = ts;
+      this.started ??= ts;
+    }
+    const tag = TAGS[state] ?? (FINAL.has(state) || state === "" ? "" : stateName(state));
+    this.tag.textContent = tag;
+    this.tag.hidden = tag === "";
+    const running = !FINAL.has(state) && !INTERRUPTED.has(state) && this.id !== null;
+    this.cancelButton.hidden = !running;
+    if (running) this.el.setAttribute("aria-busy", "true");
+    else this.el.removeAttribute("aria-busy");
+    taskRow(this);
+  }
+
+  named(task) {
+    if (this.id === null && task.id) {
+      this.id = task.id;
+      this.el.dataset.task = task.id;
+      app.turns.set(task.id, this);
+    }
+    this.contextId ??= task.contextId;
+    if (task.contextId && app.contextId !== task.contextId) openedContext(task.contextId);
+  }
+
+  // event takes one StreamResponse; events already seen (by sequence number) are skipped.
+  event(ev) {
+    const inner = ev.task ?? ev.statusUpdate ?? ev.artifactUpdate ?? ev.message;
+    const seq = seqOf(inner);
+    if (seq > 0 && seq <= this.seq) return;
+    if (seq > 0) this.seq = seq;
+    if (ev.task) this.fromTask(ev.task, true);
+    else if (ev.artifactUpdate) this.artifact(ev.artifactUpdate);
+    else if (ev.statusUpdate) this.status(ev.statusUpdate.status, ev.statusUpdate.metadata);
+    else if (ev.message) {
+      if (this.id === null && this.shown === "") {
+        this.named({ contextId: ev.message.contextId });
+        this.body.replaceChildren(partsNode(ev.message.parts));
+        this.shown = textOf(ev.message);
+        this.end("");
+      } else {
+        const b = el("article", { className: "bubble agent" }, partsNode(ev.message.parts));
+        this.el.after(b);
+      }
+    }
+  }
+
+  // fromTask shows a task snapshot (the stream's first event, or a listed task).
+  fromTask(task, live) {
+    this.named(task);
+    for (const a of task.artifacts ?? []) this.artifact({ artifact: a, append: false });
+    if (!live || task.status?.message) this.status(task.status ?? {}, null);
+    else this.setState(task.status?.state ?? "", task.status?.timestamp);
+    if (live && task.status?.state === "TASK_STATE_SUBMITTED") setStatus("Submitted.");
+  }
+
+  artifact(update) {
+    const a = update.artifact ?? {};
+    const text = textOf(a);
+    if (a.name === "answer") {
+      this.answer = update.append ? this.answer + text : text;
+      this.setText(this.answer);
+      return;
+    }
+    if (/ result$/.test(a.name ?? "")) {
+      this.step(text || a.name);
+      return;
+    }
+    const known = app.artifacts.get(a.artifactId);
+    if (known && update.append) known.artifact.parts = [...(known.artifact.parts ?? []), ...(a.parts ?? [])];
+    else app.artifacts.set(a.artifactId, { taskId: this.id, artifact: structuredClone(a) });
+    if (!known) {
+      const chip = el("button", { type: "button", className: "chip", dataset: { artifact: a.artifactId } }, a.name || "artifact");
+      chip.addEventListener("click", () => showArtifact(a.artifactId));
+      this.chips.append(chip);
+    }
+    renderArtifacts();
+  }
+
+  status(s, meta) {
+    const state = s.state ?? "";
+    const text = textOf(s.message);
+    if (!FINAL.has(state) && !INTERRUPTED.has(state)) {
+      const log = meta?.[LOG];
+      const line = text || (log ? [log.rule, log.action].filter(Boolean).join(": ") : "");
+      if (line) {
+        setStatus(line);
+        this.step(line);
+      }
+      this.setState(state, s.timestamp);
+      return;
+    }
+    if (text && text.trim() !== this.answer.trim()) this.setText(text);
+    else if (!text && this.shown === "" && state !== "TASK_STATE_COMPLETED") this.setText(stateName(state));
+    this.setState(state, s.timestamp);
+    const approval = s.message?.metadata?.[APPROVAL];
+    if (state === "TASK_STATE_INPUT_REQUIRED" && approval) this.approvalCard(approval);
+    this.end(state);
+  }
+
+  end(state) {
+    setStatus("");
+    this.ended = FINAL.has(state) || state === "";
+    if (INTERRUPTED.has(state)) {
+      app.waiting = this;
+      $("#text").placeholder = "Answer the agent…";
+      $("#composer").dataset.answering = this.id;
+    } else if (app.waiting === this) {
+      stopWaiting();
+    }
+    announce(this.body.textContent.trim());
+    refreshConversations();
+  }
+
+  // approvalCard shows a pending capability approval with Approve and Refuse, each answering
+  // the same task as any binding would ("yes", "no: reason").
+  approvalCard(a) {
+    const reason = el("input", { type: "text", placeholder: "reason (optional)", "aria-label": "reason for refusing" });
+    const approve = el("button", { type: "button", className: "approve" }, "Approve");
+    const refuse = el("button", { type: "button", className: "refuse" }, "Refuse");
+    const rows = [
+      ["wants", [a.kind, a.capability, a.method].filter(Boolean).join(" ")],
+      ["arguments", a.arguments === undefined ? "" : JSON.stringify(a.arguments, null, 2)],
+      ["contract", a.contract === undefined ? "" : JSON.stringify(a.contract, null, 2)],
+    ].filter(([, v]) => v);
+    const card = el(
+      "div",
+      { className: "approval", role: "group", "aria-label": "capability approval" },
+      el("dl", null, ...rows.flatMap(([k, v]) => [el("dt", null, k), el("dd", null, el("pre", null, v))])),
+      reason,
+      approve,
+      refuse,
+    );
+    const answer = (text) => {
+      card.querySelectorAll("button,input").forEach((b) => (b.disabled = true));
+      send([{ text }], this);
+    };
+    approve.addEventListener("click", () => answer("yes"));
+    refuse.addEventListener("click", () => answer(reason.value.trim() ? `no: ${reason.value.trim()}` : "no"));
+    this.extra.replaceChildren(card);
+  }
+
+  failed(err) {
+    this.setText(`Error: ${errorText(err)}`);
+    this.tag.textContent = "error";
+    this.tag.hidden = false;
+    this.cancelButton.hidden = true;
+    this.el.dataset.state = "error";
+    this.el.removeAttribute("aria-busy");
+    setStatus("");
+  }
+}
+
+function stopWaiting() {
+  app.waiting = null;
+  $("#text").placeholder = "Message…";
+  delete $("#composer").dataset.answering;
+}
+
+// --- streams -----------------------------------------------------------------------------
+
+// follow runs a stream into turn: start(session, observer) starts it; when the connection
+// breaks, it resubscribes to the task with Last-Event-ID on the next connection.
+async function follow(turn, start) {
+  app.conn.following++;
   try {
-    const card = await (await fetch("/.well-known/agent-card.json")).json();
-    $("#agent").textContent = card.name;
-    const iface = (card.supportedInterfaces ?? []).find((i) => i.protocolBinding === CAPNWEB);
-    if (iface) url = new URL(iface.url, location.href);
+    for (;;) {
+      try {
+        const final = await app.conn.call((s) => start(s, (ev) => turn.event(ev)));
+        if (final?.task) {
+          turn.fromTask(final.task, false);
+          if (!turn.ended && !INTERRUPTED.has(turn.state)) turn.end(turn.state);
+        } else if (final?.message && turn.shown === "") turn.event({ message: final.message });
+        return;
+      } catch (err) {
+        if (!(err instanceof ConnectionLost) || turn.id === null || turn.ended) throw err;
+        const params = turn.seq > 0 ? { "Last-Event-ID": String(turn.seq) } : undefined;
+        start = (s, obs) => s.subscribeToTask({ id: turn.id }, obs, params);
+      }
+    }
   } catch (err) {
-    status(`agent card: ${err.message}`, "error");
+    turn.failed(err);
+  } finally {
+    app.conn.following--;
   }
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  return url.href;
 }
 
-function status(text, state) {
-  const p = $("#status");
-  p.textContent = text;
-  p.dataset.state = state ?? "";
-}
-
-const textOf = (m) => (m?.parts ?? []).map((p) => p.text ?? (p.data ? JSON.stringify(p.data) : "")).join(" ");
-
-// render appends one StreamResponse (or an error) to the event list.
-function render(ev) {
-  const li = document.createElement("li");
-  if (ev instanceof Error) {
-    li.className = "error";
-    li.dataset.kind = "error";
-    li.dataset.reason = ev.reason ?? "";
-    li.textContent = `error ${ev.code ?? ""} ${ev.reason ?? ""}: ${ev.message}`;
-  } else if (ev.task) {
-    li.dataset.kind = "task";
-    li.dataset.state = ev.task.status.state;
-    li.textContent = `task ${ev.task.id}: ${ev.task.status.state}`;
-  } else if (ev.statusUpdate) {
-    const s = ev.statusUpdate.status;
-    li.dataset.kind = "statusUpdate";
-    li.dataset.state = s.state;
-    li.textContent = `status ${s.state}${s.message ? ": " + textOf(s.message) : ""}`;
-  } else if (ev.artifactUpdate) {
-    li.dataset.kind = "artifactUpdate";
-    li.textContent = `artifact ${ev.artifactUpdate.artifact.name ?? ""}: ${textOf(ev.artifactUpdate.artifact)}`;
-  } else if (ev.message) {
-    li.dataset.kind = "message";
-    li.textContent = `message: ${textOf(ev.message)}`;
+// send sends parts: to the waiting task (its answer), or as a new task of the conversation.
+function send(parts, answering) {
+  const target = answering ?? app.waiting;
+  const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts };
+  if (app.contextId) message.contextId = app.contextId;
+  if (target?.id) {
+    message.taskId = target.id;
+    message.contextId = target.contextId ?? app.contextId;
+    stopWaiting();
   }
-  $("#events").append(li);
+  const bubble = userBubble(parts);
+  let turn = target;
+  if (turn) {
+    // The same task goes on: its answer is a new bubble after the user's, in the same turn.
+    turn.el.removeAttribute("data-task");
+    turn = Object.assign(new Turn(), { id: target.id, contextId: target.contextId, seq: target.seq });
+    turn.el.dataset.task = target.id;
+    app.turns.set(target.id, turn);
+  } else turn = new Turn();
+  bubble.after(turn.el);
+  turn.setState("TASK_STATE_SUBMITTED");
+  setStatus("Sending…");
+  return follow(turn, (s, obs) => s.sendStreamingMessage({ message }, obs));
 }
 
-const url = await endpoint();
-let api = null; // the connection's main object; null once the connection broke
-let session = null;
-let token = "";
-
-// connect opens the WebSocket (again, after the server closed it) and authenticates on it.
-function connect() {
-  const conn = newWebSocketRpcSession(url);
-  conn.onRpcBroken(() => {
-    if (api === conn) api = null;
-  });
-  api = conn;
-  session = token ? api.authenticate({ Authorization: `Bearer ${token}` }) : api;
+async function cancel(turn) {
+  if (!turn.id) return;
+  try {
+    await app.conn.call((s) => s.cancelTask({ id: turn.id }));
+  } catch (err) {
+    setStatus(`Cancel: ${errorText(err)}`);
+  }
 }
 
-// useToken makes session the AgentSession of the token's principal (no token: the connection's
-// own, anonymous one), disposing the one it replaces; it reconnects when the connection broke.
-function useToken(t) {
-  if (api === null) {
-    token = t;
-    connect();
+// --- conversations -----------------------------------------------------------------------
+
+function openedContext(contextId) {
+  app.contextId = contextId;
+  if (location.hash !== `#c=${encodeURIComponent(contextId)}`) history.replaceState(null, "", `#c=${encodeURIComponent(contextId)}`);
+  for (const li of document.querySelectorAll("#conversations li")) li.toggleAttribute("aria-current", li.dataset.context === contextId);
+}
+
+function clearConversation() {
+  app.turns.clear();
+  app.artifacts.clear();
+  stopWaiting();
+  $("#transcript").replaceChildren();
+  $("#task-list").replaceChildren();
+  renderArtifacts();
+  setStatus("");
+}
+
+function newChat() {
+  clearConversation();
+  app.contextId = null;
+  history.replaceState(null, "", location.pathname);
+  for (const li of document.querySelectorAll("#conversations li")) li.removeAttribute("aria-current");
+  refreshSide();
+  $("#text").focus();
+}
+
+// openConversation loads contextId's transcript: each task's history as bubbles (the user's
+// messages, each followed by the agent's last message before the next), its artifacts as
+// chips, a running task followed.
+async function openConversation(contextId) {
+  clearConversation();
+  openedContext(contextId);
+  let tasks;
+  try {
+    const res = await app.conn.call((s) => s.listTasks({ contextId, includeArtifacts: true, pageSize: 100 }));
+    tasks = (res.tasks ?? []).sort((a, b) => (a.id < b.id ? -1 : 1));
+  } catch (err) {
+    setStatus(`Could not load the conversation: ${errorText(err)}`);
     return;
   }
-  if (t === token) return;
-  if (session !== api) session[Symbol.dispose]();
-  token = t;
-  session = token ? api.authenticate({ Authorization: `Bearer ${token}` }) : api;
+  if (app.contextId !== contextId) return; // another was opened meanwhile
+  for (const task of tasks) {
+    const segments = [];
+    for (const m of task.history ?? []) {
+      if (m.role === "ROLE_USER") segments.push({ user: m, agent: null });
+      else if (segments.length) segments[segments.length - 1].agent = m;
+    }
+    if (segments.length === 0) segments.push({ user: null, agent: null });
+    segments.forEach((seg, i) => {
+      if (seg.user) userBubble(seg.user.parts);
+      if (i < segments.length - 1) {
+        if (seg.agent) $("#transcript").append(el("article", { className: "bubble agent" }, partsNode(seg.agent.parts)));
+        return;
+      }
+      const turn = new Turn();
+      turn.fromTask(task, false);
+      if (!task.status?.message && seg.agent && turn.shown === "") turn.setText(textOf(seg.agent));
+      if (INTERRUPTED.has(task.status?.state)) turn.end(task.status.state);
+      else if (!FINAL.has(task.status?.state)) follow(turn, (s, obs) => s.subscribeToTask({ id: task.id }, obs));
+      else turn.ended = true;
+    });
+  }
+  refreshSide();
 }
 
-// send streams one message; the server calls render for each event, awaiting it.
-async function send(text) {
-  useToken($("#token").value);
-  const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] };
-  status(`sending “${text}”…`, "sending");
+// refreshConversations lists the caller's contexts, most recently used first, each titled by
+// its first message.
+async function refreshConversations() {
+  let res;
   try {
-    const final = await session.sendStreamingMessage({ message }, render);
-    const state = final?.task?.status.state ?? "message";
-    status(`done: ${state}`, state);
-  } catch (err) {
-    render(err);
-    status(`failed: ${err.reason ?? err.message}`, "error");
+    res = await app.conn.call((s) => s.listTasks({ pageSize: 100 }));
+  } catch {
+    return;
+  }
+  const byContext = new Map();
+  for (const t of res.tasks ?? []) {
+    const c = byContext.get(t.contextId) ?? { id: t.contextId, first: t, last: t };
+    if (t.id < c.first.id) c.first = t;
+    byContext.set(t.contextId, c);
+  }
+  const list = $("#conversations");
+  list.replaceChildren();
+  for (const c of byContext.values()) {
+    const first = (c.first.history ?? []).find((m) => m.role === "ROLE_USER");
+    const title = (textOf(first) || "(no text)").slice(0, 60);
+    const b = el("button", { type: "button" }, el("span", { className: "title" }, title), el("span", { className: "sub" }, `${stateName(c.last.status?.state)} · ${when(c.last.status?.timestamp)}`));
+    b.addEventListener("click", () => {
+      document.body.classList.remove("nav-open");
+      openConversation(c.id);
+    });
+    const li = el("li", { dataset: { context: c.id } }, b);
+    if (c.id === app.contextId) li.setAttribute("aria-current", "true");
+    list.append(li);
   }
 }
 
-$("#token").value = params.get("token") ?? "";
-$("#send").addEventListener("submit", (e) => {
-  e.preventDefault();
-  send($("#text").value);
-});
-status("ready", "ready");
-const pause = Number(params.get("pause") ?? 0);
-for (const [i, text] of params.getAll("send").entries()) {
-  if (i > 0 && pause > 0) await new Promise((r) => setTimeout(r, pause));
-  await send(text);
+// --- side panel --------------------------------------------------------------------------
+
+function taskRow(turn) {
+  if (!turn.id) return;
+  let row = document.querySelector(`#task-list tr[data-task="${CSS.escape(turn.id)}"]`);
+  if (!row) {
+    const cancelB = el("button", { type: "button", className: "cancel" }, "Cancel");
+    cancelB.addEventListener("click", () => cancel(turn));
+    row = el("tr", { dataset: { task: turn.id } }, el("td", { className: "id" }, turn.id.slice(-8)), el("td", { className: "state" }), el("td", { className: "started" }), el("td", { className: "updated" }), el("td", null, cancelB));
+    $("#task-list").append(row);
+  }
+  row.querySelector(".state").textContent = stateName(turn.state);
+  row.querySelector(".started").textContent = when(turn.started);
+  row.querySelector(".updated").textContent = when(turn.updated);
+  row.querySelector(".cancel").hidden = FINAL.has(turn.state) || INTERRUPTED.has(turn.state);
 }
-document.body.dataset.done = "true";
+
+function renderArtifacts() {
+  const list = $("#artifact-list");
+  list.replaceChildren();
+  for (const [id, { taskId, artifact }] of [...app.artifacts].reverse()) {
+    list.append(el("li", { dataset: { artifact: id } }, el("h3", null, artifact.name || "artifact"), el("p", { className: "sub" }, `task …${String(taskId ?? "").slice(-8)}`), partsNode(artifact.parts)));
+  }
+}
+
+function showArtifact(id) {
+  selectTab("artifacts");
+  document.body.classList.add("side-open");
+  document.querySelector(`#artifact-list li[data-artifact="${CSS.escape(id)}"]`)?.scrollIntoView();
+}
+
+function selectTab(name) {
+  for (const t of document.querySelectorAll("[role=tab]")) {
+    const on = t.dataset.tab === name;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+    $(`#tab-${t.dataset.tab}`).hidden = !on;
+  }
+  refreshSide();
+}
+
+function currentTab() {
+  return document.querySelector("[role=tab][aria-selected=true]")?.dataset.tab ?? "tasks";
+}
+
+function refreshSide() {
+  switch (currentTab()) {
+    case "memory":
+      return refreshMemory();
+    case "session":
+      return refreshSession();
+    case "capabilities":
+      return refreshCapabilities();
+    case "operator":
+      return refreshOperator();
+  }
+}
+
+// Memory: what the agent remembers about the signed-in user, with provenance, and forget.
+async function refreshMemory() {
+  const box = $("#memory");
+  let mem;
+  try {
+    mem = await app.conn.call((s) => s.memory().get());
+  } catch (err) {
+    box.replaceChildren(el("p", { className: "error" }, errorText(err)));
+    return;
+  }
+  const list = el("ul", { className: "beliefs" });
+  for (const b of mem.beliefs ?? []) list.append(beliefItem(b));
+  const parts = [list];
+  if (!(mem.beliefs ?? []).length) parts.unshift(el("p", null, "The agent remembers nothing about you."));
+  if ((mem.working ?? []).length) {
+    parts.push(el("h3", null, "Working notes"), el("ul", { className: "working" }, ...mem.working.map((n) => el("li", null, `${n.subject}: ${n.value}`))));
+  }
+  box.replaceChildren(...parts);
+}
+
+function beliefItem(b) {
+  const pv = b.provenance ?? {};
+  const conf = Math.round(Number(b.confidence ?? 0) * 100);
+  const from = pv.source ? [pv.source.kind === "user" ? "you" : pv.source.kind, pv.source.name].filter(Boolean).join(" ") : "";
+  const ctx = pv.context ?? {};
+  const li = el(
+    "li",
+    { dataset: { belief: b.id, status: b.status ?? "" } },
+    el("div", { className: "fact" }, el("strong", null, b.subject ?? ""), " ", el("span", null, String(b.value ?? ""))),
+    el("div", { className: "confidence" }, el("meter", { min: 0, max: 1, value: Number(b.confidence ?? 0), "aria-label": "confidence" }), ` ${conf} %`, b.status && b.status !== "active" ? el("span", { className: "tag" }, b.status) : null),
+    el("div", { className: "provenance" }, [from && `from ${from}`, pv.rule && `rule ${pv.rule}`, pv.reason && `“${pv.reason}”`, when(b.created)].filter(Boolean).join(" · ")),
+  );
+  if (ctx.session) {
+    const a = el("a", { href: `#c=${encodeURIComponent(ctx.session)}` }, ctx.turn ? `learned in turn ${ctx.turn} of a conversation` : "learned in a conversation");
+    a.addEventListener("click", (e) => {
+      e.preventDefault();
+      openConversation(ctx.session);
+    });
+    li.append(el("div", { className: "where" }, a));
+  }
+  if (b.status === "active" || b.status === "disputed") {
+    const forget = el("button", { type: "button", className: "forget" }, "Forget");
+    forget.addEventListener("click", () => {
+      const reason = el("input", { type: "text", placeholder: "why (optional)", "aria-label": `why forget ${b.subject}` });
+      const yes = el("button", { type: "button", className: "confirm" }, `Forget “${b.subject}”`);
+      const no = el("button", { type: "button" }, "Keep");
+      const confirm = el("div", { className: "confirm-box", role: "group", "aria-label": "confirm forgetting" }, reason, yes, no);
+      no.addEventListener("click", () => {
+        confirm.remove();
+        forget.hidden = false;
+      });
+      yes.addEventListener("click", async () => {
+        yes.disabled = true;
+        try {
+          const res = await app.conn.call((s) => s.memory().forget({ belief: b.id, reason: reason.value.trim() }));
+          await refreshMemory();
+          const said = el("p", { className: "said", role: "status" }, `${res.reply ?? ""} (${res.belief?.status ?? ""})`);
+          $("#memory").prepend(said);
+        } catch (err) {
+          confirm.append(el("p", { className: "error" }, errorText(err)));
+          yes.disabled = false;
+        }
+      });
+      forget.hidden = true;
+      li.append(confirm);
+      reason.focus();
+    });
+    li.append(forget);
+  }
+  return li;
+}
+
+// Session: the conversation's metrics and budgets (sessions extension).
+async function refreshSession() {
+  const box = $("#session");
+  if (!app.contextId) {
+    box.replaceChildren(el("p", null, "Start or open a conversation to see its metrics."));
+    return;
+  }
+  let m;
+  try {
+    m = await app.conn.call((s) => s.session(app.contextId).metrics());
+  } catch (err) {
+    box.replaceChildren(el("p", { className: "error" }, errorText(err)));
+    return;
+  }
+  const used = m.used ?? {};
+  const rows = [
+    ["state", m.state],
+    ["turns", m.turn],
+    ["tokens in / out", `${used.tokensIn ?? 0} / ${used.tokensOut ?? 0}${used.estimated ? " (estimated)" : ""}`],
+    ["cost", used.costUnknown ? "unknown (a model without a price)" : `${((used.costMicros ?? 0) / 1e6).toFixed(4)}`],
+    ["latency mean / max", `${seconds(m.latencyMean)} / ${seconds(m.latencyMax)}`],
+    ["context", `${m.context ?? 0} of ${m.window ?? 0} tokens`],
+    ["strategy", m.strategy],
+  ].filter(([, v]) => v !== undefined && v !== "");
+  const dl = el("dl", null, ...rows.flatMap(([k, v]) => [el("dt", null, k), el("dd", null, String(v))]));
+  const budgets = (m.budgets ?? []).map((b) =>
+    el("div", { className: "budget" }, el("label", null, `${b.budget}: ${b.used} of ${b.limit} (${b.left} left)`, el("meter", { min: 0, max: b.limit, value: b.used, low: b.limit * 0.5, high: b.limit * 0.8, optimum: 0 }))),
+  );
+  const warnings = (m.warnings ?? []).map((w) => el("p", { className: "warning" }, w.text || `${w.budget}: ${w.used} of ${w.limit}`));
+  const out = [dl, ...budgets, ...warnings];
+  if (m.collapse) {
+    out.push(el("p", { className: "warning" }, `Ended: ${m.collapse.reason ?? ""} ${m.collapse.detail ?? ""}`));
+    const fork = el("button", { type: "button" }, "Fork");
+    fork.addEventListener("click", async () => {
+      try {
+        const n = await app.conn.call((s) => s.session(app.contextId).fork());
+        openConversation(n.id);
+      } catch (err) {
+        box.append(el("p", { className: "error" }, errorText(err)));
+      }
+    });
+    out.push(fork);
+  }
+  box.replaceChildren(...out);
+}
+
+// Capabilities: what the agent holds for the user, approvals waiting, the last audit records.
+async function refreshCapabilities() {
+  const box = $("#capabilities");
+  let installed, pending, audit;
+  try {
+    [installed, pending, audit] = await app.conn.call((s) => {
+      const c = s.capabilities();
+      return Promise.all([c.installed(), c.pending(), c.audit({ limit: 20 })]);
+    });
+  } catch (err) {
+    box.replaceChildren(el("p", { className: "error" }, errorText(err)));
+    return;
+  }
+  const out = [el("h3", null, "Held")];
+  out.push(el("ul", null, ...(installed ?? []).map((c) => el("li", null, `${c.name} · ${c.strategy ?? ""}`))));
+  out.push(el("h3", null, "Waiting for you"));
+  for (const p of pending ?? []) {
+    const approve = el("button", { type: "button" }, "Approve");
+    const refuse = el("button", { type: "button" }, "Refuse");
+    const li = el("li", null, el("pre", null, JSON.stringify(p, null, 2)), approve, refuse);
+    const decide = async (yes) => {
+      try {
+        await app.conn.call((s) => s.capabilities().decide(p.id, yes, ""));
+        refreshCapabilities();
+      } catch (err) {
+        li.append(el("p", { className: "error" }, errorText(err)));
+      }
+    };
+    approve.addEventListener("click", () => decide(true));
+    refuse.addEventListener("click", () => decide(false));
+    out.push(li);
+  }
+  out.push(el("h3", null, "Audit"), el("ol", null, ...(audit ?? []).map((r) => el("li", null, JSON.stringify(r)))));
+  box.replaceChildren(...out);
+}
+
+// Operator: instances, their policies and the proposals to review (operator extension).
+async function refreshOperator() {
+  const box = $("#operator");
+  let res;
+  try {
+    res = await app.conn.call((s) => s.operator().listInstances());
+  } catch (err) {
+    box.replaceChildren(el("p", { className: "error" }, errorText(err)));
+    return;
+  }
+  const list = el("ul");
+  for (const inst of res.instances ?? res ?? []) {
+    const name = inst.principal ?? inst.name ?? JSON.stringify(inst);
+    const open = el("button", { type: "button" }, String(name));
+    const li = el("li", null, open);
+    open.addEventListener("click", () => showPolicy(li, inst));
+    list.append(li);
+  }
+  box.replaceChildren(list);
+}
+
+async function showPolicy(li, inst) {
+  const req = { principal: inst.principal ?? inst.name, tenant: inst.tenant };
+  let p;
+  try {
+    p = await app.conn.call((s) => s.operator().getPolicy(req));
+  } catch (err) {
+    li.append(el("p", { className: "error" }, errorText(err)));
+    return;
+  }
+  const box = el("div", { className: "policy" }, el("p", null, `version in force: ${p.version ?? p.current ?? ""}`));
+  const act = (label, method, extra) => {
+    const b = el("button", { type: "button" }, label);
+    b.addEventListener("click", async () => {
+      const reason = extra === "reason" ? box.querySelector("input.reason")?.value.trim() : undefined;
+      if (extra === "reason" && !reason) {
+        box.append(el("p", { className: "error" }, "A rejection needs a reason."));
+        return;
+      }
+      try {
+        const r = await app.conn.call((s) => s.operator()[method]({ ...req, ...(reason ? { reason } : {}) }));
+        box.append(el("p", { role: "status" }, JSON.stringify(r ?? "done")));
+      } catch (err) {
+        box.append(el("p", { className: "error" }, errorText(err)));
+      }
+    });
+    return b;
+  };
+  box.append(el("pre", null, JSON.stringify(p, null, 2)), el("input", { type: "text", className: "reason", "aria-label": "reason" }), act("Approve", "approveProposal"), act("Reject", "rejectProposal", "reason"), act("Roll back", "rollbackPolicy"));
+  li.querySelector(".policy")?.remove();
+  li.append(box);
+}
+
+// --- sign in -----------------------------------------------------------------------------
+
+function signInDialog() {
+  const dlg = $("#signin");
+  const choices = $("#schemes");
+  choices.replaceChildren();
+  const schemes = app.conn.schemes.filter((s) => s.kind !== "mtls");
+  schemes.forEach((s, i) => {
+    const id = `scheme-${i}`;
+    const radio = el("input", { type: "radio", id, value: String(i), checked: i === 0 });
+    radio.setAttribute("name", "scheme-choice"); // a radio group needs one; the form never submits
+    radio.addEventListener("change", () => showFields(schemes[i]));
+    choices.append(el("div", null, radio, el("label", { for: id }, s.label)));
+  });
+  const showFields = (s) => {
+    $("#f-key").hidden = s.kind !== "apikey";
+    $("#f-token").hidden = s.kind !== "bearer";
+    $("#f-basic").hidden = s.kind !== "basic";
+    dlg.querySelector("fieldset:not([hidden]) input")?.focus();
+  };
+  showFields(schemes[0]);
+  $("#signin-error").textContent = "";
+  document.body.dataset.state = "signin";
+  if (!dlg.open) dlg.showModal();
+  dlg.querySelector("fieldset:not([hidden]) input")?.focus();
+}
+
+async function submitSignIn(e) {
+  e.preventDefault();
+  const schemes = app.conn.schemes.filter((s) => s.kind !== "mtls");
+  const i = Number(document.querySelector("#schemes input:checked")?.value ?? 0);
+  const s = schemes[i];
+  const given = { key: $("#key").value, token: $("#token").value, user: $("#user").value, password: $("#password").value };
+  const headers = headersFor(s, given);
+  const who = s.kind === "basic" ? `${given.user} (password)` : s.kind === "apikey" ? "API key" : "token";
+  $("#signin-error").textContent = "Signing in…";
+  try {
+    await app.conn.signIn(who, headers);
+  } catch (err) {
+    const wait = (err.details ?? []).find((d) => d?.retryAfterSeconds)?.retryAfterSeconds ?? err.retryAfterSeconds;
+    $("#signin-error").textContent =
+      err.reason === "UNAUTHENTICATED" ? "The agent refused these credentials." : err.reason === "LOGIN_THROTTLED" ? `Too many attempts: try again in ${wait ?? "a few"} seconds.` : errorText(err);
+    return;
+  }
+  for (const f of ["#key", "#token", "#user", "#password"]) $(f).value = "";
+  $("#signin").close();
+  signedIn();
+}
+
+function signedIn() {
+  $("#who").textContent = app.conn.who;
+  $("#signout").hidden = !app.conn.who;
+  start();
+}
+
+// --- header, tabs, composer --------------------------------------------------------------
+
+function connState(state, detail) {
+  document.body.dataset.state = state;
+  const text = { connecting: "connecting…", ready: "connected", offline: "offline", reconnecting: `reconnecting… (${detail ?? 0} s)` }[state] ?? state;
+  $("#conn").textContent = text;
+  $("#conn").dataset.state = state;
+}
+
+function readFiles(files) {
+  return Promise.all(
+    [...files].map(
+      (f) =>
+        new Promise((resolve, reject) => {
+          const r = new FileReader();
+          r.onload = () => resolve({ raw: String(r.result).replace(/^data:[^,]*,/, ""), filename: f.name, mediaType: f.type || "application/octet-stream" });
+          r.onerror = () => reject(r.error);
+          r.readAsDataURL(f);
+        }),
+    ),
+  );
+}
+
+async function submitMessage(e) {
+  e.preventDefault();
+  const text = $("#text").value.trim();
+  const files = $("#files").files;
+  if (!text && !files.length) return;
+  const parts = [];
+  if (text) parts.push({ text });
+  if (files.length) parts.push(...(await readFiles(files)));
+  $("#text").value = "";
+  $("#files").value = "";
+  $("#text").focus();
+  await send(parts);
+}
+
+function wire() {
+  $("#composer").addEventListener("submit", submitMessage);
+  $("#text").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $("#composer").requestSubmit();
+    }
+  });
+  $("#new").addEventListener("click", newChat);
+  $("#signin-form").addEventListener("submit", submitSignIn);
+  $("#signin").addEventListener("cancel", (e) => e.preventDefault()); // signing in is required
+  $("#signout").addEventListener("click", () => {
+    app.conn.signOut();
+    location.reload();
+  });
+  $("#menu").addEventListener("click", () => {
+    const open = document.body.classList.toggle("nav-open");
+    $("#menu").setAttribute("aria-expanded", String(open));
+  });
+  $("#side-toggle").addEventListener("click", () => {
+    const open = document.body.classList.toggle("side-open");
+    $("#side-toggle").setAttribute("aria-expanded", String(open));
+  });
+  for (const t of document.querySelectorAll("[role=tab]")) t.addEventListener("click", () => selectTab(t.dataset.tab));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "k" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      ($("#conversations button") ?? $("#new")).focus();
+    } else if (e.key === "Escape") {
+      document.body.classList.remove("nav-open", "side-open");
+    }
+  });
+  window.addEventListener("hashchange", () => {
+    const c = contextFromURL();
+    if (c && c !== app.contextId) openConversation(c);
+  });
+}
+
+function contextFromURL() {
+  const h = new URLSearchParams(location.hash.slice(1)).get("c");
+  return h || new URLSearchParams(location.search).get("c");
+}
+
+// showTabs shows the tabs the agent serves: Memory and Session by their extensions on the
+// card, Capabilities and Operator when their first call answers.
+async function showTabs() {
+  const exts = new Set((app.conn.card.capabilities?.extensions ?? []).map((x) => x.uri));
+  const show = (name, on) => {
+    document.querySelector(`[role=tab][data-tab=${name}]`).hidden = !on;
+  };
+  show("memory", exts.has(MEMORY_EXT));
+  show("session", exts.has(SESSIONS_EXT));
+  try {
+    await app.conn.call((s) => s.capabilities().installed());
+    show("capabilities", true);
+  } catch {
+    show("capabilities", false);
+  }
+  if (exts.has(OPERATOR_EXT)) {
+    try {
+      await app.conn.call((s) => s.operator().listInstances());
+      show("operator", true);
+    } catch {
+      show("operator", false);
+    }
+  }
+}
+
+async function start() {
+  document.body.dataset.state = app.conn.state || "connecting";
+  await app.conn.ready();
+  await refreshConversations();
+  const c = contextFromURL();
+  if (c) await openConversation(c);
+  showTabs();
+}
+
+async function main() {
+  wire();
+  app.conn = new Conn(connState);
+  let card;
+  try {
+    card = await app.conn.open();
+  } catch (err) {
+    $("#conn").textContent = `cannot reach the agent: ${err.message}`;
+    document.body.dataset.state = "error";
+    return;
+  }
+  $("#agent").textContent = card.name ?? "agent";
+  document.title = card.name ?? "agent";
+  if (app.conn.needsSignIn) signInDialog();
+  else signedIn();
+}
+
+main();

@@ -241,3 +241,65 @@ func (p *page) waitFor(ctx context.Context, expr string) error {
 		}
 	}
 }
+
+// size sets the tab's viewport, in CSS pixels.
+func (p *page) size(width, height int) error {
+	return p.b.call(p.session, "Emulation.setDeviceMetricsOverride",
+		map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 760}, nil)
+}
+
+// navigate loads url in the tab.
+func (p *page) navigate(url string) error {
+	return p.b.call(p.session, "Page.navigate", map[string]any{"url": url}, nil)
+}
+
+// reload reloads the tab, as the user's reload button does.
+func (p *page) reload() error {
+	return p.b.call(p.session, "Page.reload", map[string]any{"ignoreCache": true}, nil)
+}
+
+// click clicks the element selector names (the first match), as a user's click does.
+func (p *page) click(selector string) error {
+	v, err := p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return "none"; e.scrollIntoView({block: "center"}); e.click(); return "ok"; })()`, selector))
+	if err == nil && v != "ok" {
+		err = fmt.Errorf("no element %s to click", selector)
+	}
+	return err
+}
+
+// typeText focuses the element selector names and types text into it, as a keyboard does
+// (Input.insertText: the page sees input events).
+func (p *page) typeText(selector, text string) error {
+	v, err := p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return "none"; e.focus(); return "ok"; })()`, selector))
+	if err == nil && v != "ok" {
+		err = fmt.Errorf("no element %s to type into", selector)
+	}
+	if err != nil {
+		return err
+	}
+	return p.b.call(p.session, "Input.insertText", map[string]any{"text": text}, nil)
+}
+
+// press presses and releases a key (e.g. "Enter") on the focused element.
+func (p *page) press(key string) error {
+	codes := map[string]int{"Enter": 13, "Escape": 27}
+	for _, typ := range []string{"keyDown", "keyUp"} {
+		params := map[string]any{"type": typ, "key": key, "code": key, "windowsVirtualKeyCode": codes[key]}
+		if typ == "keyDown" && key == "Enter" {
+			params["text"] = "\r"
+		}
+		if err := p.b.call(p.session, "Input.dispatchKeyEvent", params, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// screenshot writes a PNG of the tab to path.
+func (p *page) screenshot(path string) error {
+	var res struct{ Data []byte }
+	if err := p.b.call(p.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &res); err != nil {
+		return err
+	}
+	return os.WriteFile(path, res.Data, 0o644)
+}

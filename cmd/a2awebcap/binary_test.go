@@ -94,9 +94,12 @@ func TestBinaryServesWebAppFromAnyDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string][]byte{
-		"/":                            []byte(`<script type="importmap">`),
-		"/web/":                        []byte(`<form id="send" method="post">`),
-		"/web/app.js":                  []byte(`from "capnweb"`),
+		"/":                            []byte(`<script type="module" src="app.js">`),
+		"/web/":                        []byte(`<form id="composer" method="post">`),
+		"/web/app.js":                  []byte(`from "./conn.js"`),
+		"/web/conn.js":                 []byte(`from "./vendor/capnweb.js"`),
+		"/web/markdown.js":             []byte(`export function render(`),
+		"/web/app.css":                 []byte(`prefers-color-scheme`),
 		"/web/" + web.ModulePath:       module,
 		"/web/vendor/LICENSE.txt":      []byte("Cloudflare"),
 		"/.well-known/agent-card.json": []byte("urn:a2awebcap:capnweb:v1"),
@@ -112,6 +115,9 @@ func TestBinaryServesWebAppFromAnyDirectory(t *testing.T) {
 		}
 		if path == "/web/"+web.ModulePath && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
 			t.Errorf("the module is served as %q, which browsers refuse for a module", resp.Header.Get("Content-Type"))
+		}
+		if strings.HasPrefix(path, "/web/") && resp.Header.Get("Content-Security-Policy") != web.CSP {
+			t.Errorf("GET %s: Content-Security-Policy %q, want the page's", path, resp.Header.Get("Content-Security-Policy"))
 		}
 	}
 	entries, err := os.ReadDir(dir)

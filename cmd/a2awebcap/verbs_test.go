@@ -137,8 +137,8 @@ func TestServeWeb(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	waitUp(t, addr)
 	for path, want := range map[string]string{
-		"/":                            `<script type="importmap">`,
-		"/web/app.js":                  "capnweb",
+		"/":                            `<script type="module" src="app.js">`,
+		"/web/conn.js":                 `from "./vendor/capnweb.js"`,
 		"/web/vendor/capnweb.js":       "export const x = 1;",
 		"/.well-known/agent-card.json": "urn:a2awebcap:capnweb:v1",
 	} {

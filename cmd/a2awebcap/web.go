@@ -14,17 +14,17 @@ import (
 // empty, names a file served instead of the embedded module (a newer capnweb build, say).
 // A capnwebJS that cannot be read is reported at start, and the page then says so.
 func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
-	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(web.Files())))
+	mux.Handle("GET /web/", http.StripPrefix("/web/", web.Handler()))
 	// The binding's TypeScript types, as text (a .ts name maps to video/mp2t in some MIME tables).
-	mux.HandleFunc("GET /web/"+web.TypesPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /web/"+web.TypesPath, web.Secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write(web.Types())
-	})
+	})))
 	if capnwebJS != "" {
 		if _, err := os.Stat(capnwebJS); err != nil {
 			log.Warn("-capnweb-js: the web page's module is missing", "path", capnwebJS, "err", err)
 		}
-		mux.HandleFunc("GET /web/"+web.ModulePath, func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle("GET /web/"+web.ModulePath, web.Secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, err := os.ReadFile(capnwebJS)
 			if err != nil {
 				http.Error(w, "the capnweb module named by -capnweb-js cannot be read", http.StatusNotFound)
@@ -33,7 +33,7 @@ func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
 			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-cache")
 			_, _ = w.Write(b)
-		})
+		})))
 	}
 	mux.Handle("GET /{$}", http.RedirectHandler("/web/", http.StatusFound))
 }

@@ -43,6 +43,9 @@ type Options struct {
 	Engine *engine.Options
 	// Store keeps the tasks; the server closes it when it stops. Nil: a memory store.
 	Store store.Store
+	// Listener is the HTTP listener, for a test that restarts a server on the same address.
+	// Nil: a new one on 127.0.0.1:0.
+	Listener net.Listener
 }
 
 // Server is a running server. Test cleanup stops it.
@@ -156,7 +159,10 @@ func New(opts *Options) (*Server, error) {
 		hopts = *o.HTTP
 	}
 	hopts.GRPCAddress = s.GRPCAddr
-	hlis, err := net.Listen("tcp", "127.0.0.1:0")
+	hlis := o.Listener
+	if hlis == nil {
+		hlis, err = net.Listen("tcp", "127.0.0.1:0")
+	}
 	if err != nil {
 		gsrv.Stop()
 		s.wg.Wait()

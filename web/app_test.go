@@ -1,0 +1,497 @@
+package web_test
+
+// The web app's flows in headless Chromium (docs/web.md), against the stack `serve` runs with
+// its default agent: the runtime's Assistant policy, with a model the test steers token by
+// token, and the sessions and memory extensions. Each test drives the page as a user would
+// (typing, clicking), reads the DOM, and saves screenshots (PNG) into $A2AWEBCAP_SCREENSHOTS
+// when it is set, else into the test's temporary directory.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agents"
+	"github.com/a2awebcap/a2awebcap/auth"
+	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/store"
+	"github.com/a2awebcap/a2awebcap/store/sqlite"
+	"github.com/a2awebcap/a2awebcap/web"
+)
+
+// steeredModel is a model whose answer the test gives token by token: each string sent on
+// tokens is streamed, "" ends the answer. It blocks until then, or until its call is canceled.
+type steeredModel struct{ tokens chan string }
+
+func (m *steeredModel) Complete(ctx context.Context, _ []agent.ChatMessage, _ []agent.ToolSpec, onText func(string)) (agent.ChatMessage, error) {
+	var b strings.Builder
+	for {
+		select {
+		case tok := <-m.tokens:
+			if tok == "" {
+				return agent.ChatMessage{Role: "assistant", Content: b.String()}, nil
+			}
+			b.WriteString(tok)
+			onText(tok)
+		case <-ctx.Done():
+			return agent.ChatMessage{}, context.Cause(ctx)
+		}
+	}
+}
+
+// appOptions configure startApp. The zero value: no authentication, a memory store, a new port.
+type appOptions struct {
+	apiKeys  map[string]string // key → principal; when set, the server requires one (X-API-Key)
+	listener net.Listener
+	store    store.Store
+}
+
+type appServer struct {
+	URL   string
+	model *steeredModel
+	srv   *a2atest.Server
+}
+
+// startApp serves the runtime assistant with every binding, and the web app at /web/.
+func startApp(t *testing.T, o appOptions) *appServer {
+	t.Helper()
+	m := &steeredModel{tokens: make(chan string, 64)}
+	h, err := agent.NewHost(&agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: m}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	card := agents.Card("helper", "the runtime's assistant, under test", "")
+	hopts := &binding.Options{Sessions: h.Sessions(), Memory: h.Memory(), AgentCapabilities: h.CallerCapabilities}
+	if o.apiKeys != nil {
+		key, err := auth.NewAPIKey("key", a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: "X-API-Key"}, o.apiKeys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth.Declare(card, key)
+		hopts.Authenticate = auth.Any(key)
+	}
+	srv := a2atest.Start(t, &a2atest.Options{
+		Executor: agent.Executor(h), Card: card, HTTP: hopts, Store: o.store, Listener: o.listener,
+		WrapHTTP: func(a2aHTTP http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("GET /web/", http.StripPrefix("/web/", web.Handler()))
+			mux.Handle("/", a2aHTTP)
+			return mux
+		},
+	})
+	return &appServer{URL: srv.URL, model: m, srv: srv}
+}
+
+// appPage is the web app in one tab of a fresh headless Chromium.
+type appPage struct {
+	*page
+	t     *testing.T
+	shots string
+}
+
+// openApp opens the web app at base + "/web/" + suffix, 1200×800, and waits for the page to
+// reach state (its body's data-state).
+func openApp(t *testing.T, base, suffix, state string) *appPage {
+	t.Helper()
+	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
+	b := startBrowser(t, chromium)
+	p, err := b.open("about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := os.Getenv("A2AWEBCAP_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := &appPage{page: p, t: t, shots: shots}
+	if err := p.size(1200, 800); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.navigate(base + "/web/" + suffix); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(fmt.Sprintf(`document.body?.dataset.state === %q`, state))
+	return a
+}
+
+// wait polls the JavaScript condition cond until it holds, for at most 30 s; it fails the
+// test, with the DOM and the page's log, when it does not.
+func (a *appPage) wait(cond string) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(a.t.Context(), 30*time.Second)
+	defer cancel()
+	if err := a.waitFor(ctx, `String(Boolean(`+cond+`))`); err != nil {
+		a.fail("%v", err)
+	}
+}
+
+func (a *appPage) fail(format string, args ...any) {
+	a.t.Helper()
+	dom, _ := a.eval(`document.body?.outerHTML ?? ""`)
+	_ = a.screenshot(filepath.Join(a.shots, strings.ReplaceAll(a.t.Name(), "/", "_")+"-failed.png"))
+	a.t.Fatalf(format+"\npage log:\n%s\nDOM:\n%s", append(args, strings.Join(a.b.log, "\n"), dom)...)
+}
+
+// js evaluates expr, which must not throw, as a string.
+func (a *appPage) js(expr string) string {
+	a.t.Helper()
+	v, err := a.eval(expr)
+	if err != nil {
+		a.fail("%s: %v", expr, err)
+	}
+	return v
+}
+
+func (a *appPage) must(err error) {
+	a.t.Helper()
+	if err != nil {
+		a.fail("%v", err)
+	}
+}
+
+// say types text into the composer and presses Enter.
+func (a *appPage) say(text string) {
+	a.t.Helper()
+	a.must(a.typeText("#text", text))
+	a.must(a.press("Enter"))
+}
+
+// shot saves a screenshot as name.png and logs where.
+func (a *appPage) shot(name string) {
+	a.t.Helper()
+	path := filepath.Join(a.shots, name+".png")
+	a.must(a.screenshot(path))
+	a.t.Logf("screenshot: %s", path)
+}
+
+const (
+	agentBubbles = `document.querySelectorAll("#transcript .bubble.agent")`
+	lastAgent    = `[...document.querySelectorAll("#transcript .bubble.agent")].at(-1)`
+)
+
+// A model's answer streams into one bubble, which grows token by token; the finished answer
+// is in the conversation list, and after a reload the page reopens the conversation from its
+// URL with the whole transcript.
+func TestAppChatStreamsInline(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+
+	a.say("tell me a story")
+	a.wait(`document.querySelector("#transcript .bubble.user")?.textContent === "tell me a story"`)
+	s.model.tokens <- "Once "
+	a.wait(lastAgent + `?.querySelector(".body").textContent.trim() === "Once"`)
+	s.model.tokens <- "upon a "
+	a.wait(lastAgent + `?.querySelector(".body").textContent.trim() === "Once upon a"`)
+	if n := a.js(`String(` + agentBubbles + `.length)`); n != "1" {
+		a.fail("%s agent bubbles while the answer streams, want one that grows", n)
+	}
+	if busy := a.js(lastAgent + `.getAttribute("aria-busy")`); busy != "true" {
+		a.fail("the streaming bubble is not aria-busy: %q", busy)
+	}
+	a.shot("chat-streaming")
+	s.model.tokens <- "**time**."
+	s.model.tokens <- ""
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "Once upon a time." {
+		a.fail("the finished bubble says %q", got)
+	}
+	if got := a.js(lastAgent + `.querySelector(".body strong")?.textContent ?? ""`); got != "time" {
+		a.fail("the answer's Markdown was not rendered: <strong> = %q", got)
+	}
+	if n := a.js(`String(` + agentBubbles + `.length)`); n != "1" {
+		a.fail("%s agent bubbles after the answer, want 1", n)
+	}
+	if got := a.js(`document.querySelector("#announce").textContent`); got != "Once upon a time." {
+		a.fail("the live region announced %q, want the finished answer", got)
+	}
+	a.wait(`document.querySelector("#task-list tr .state")?.textContent === "completed"`)
+	a.wait(`document.querySelector("#conversations li .title")?.textContent === "tell me a story"`)
+	hash := a.js(`location.hash`)
+	if !strings.HasPrefix(hash, "#c=") {
+		a.fail("the URL does not name the conversation: %q", hash)
+	}
+	a.shot("chat-done")
+
+	// The Session tab: the conversation's metrics (sessions extension).
+	a.must(a.click(`[role=tab][data-tab=session]`))
+	a.wait(`[...document.querySelectorAll("#session dt")].some(dt => dt.textContent === "turns" && dt.nextElementSibling.textContent === "1")`)
+	a.shot("chat-session")
+
+	a.must(a.reload())
+	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(`location.hash`); got != hash {
+		a.fail("after reload the URL is %q, want %q", got, hash)
+	}
+	if got := a.js(`[...document.querySelectorAll("#transcript .bubble")].map(b => b.className + ": " + b.querySelector(".body, p")?.textContent).join("|")`); got != "bubble user: tell me a story|bubble agent: Once upon a time." {
+		a.fail("the reloaded transcript is %q", got)
+	}
+	a.shot("chat-resumed")
+}
+
+// The agent asks (input-required); the answer typed into the composer goes to the same task,
+// which completes.
+func TestAppAnswersInputRequiredInPlace(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+
+	a.say("remember my city")
+	a.wait(lastAgent + `?.dataset.state === "input-required"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "What is my city?" {
+		a.fail("the question is %q", got)
+	}
+	if got := a.js(lastAgent + `.querySelector(".tag").textContent`); got != "needs your answer" {
+		a.fail("the question's tag is %q", got)
+	}
+	if got := a.js(`document.querySelector("#text").placeholder`); got != "Answer the agent…" {
+		a.fail("the composer says %q while the agent waits for an answer", got)
+	}
+	task := a.js(lastAgent + `.dataset.task`)
+	a.shot("input-required-question")
+
+	a.say("Lisbon")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "Noted: my city is Lisbon." {
+		a.fail("the answer is %q", got)
+	}
+	if got := a.js(lastAgent + `.dataset.task`); got != task || task == "" {
+		a.fail("the answer went to task %q, want the question's task %q", got, task)
+	}
+	if got := a.js(`[...document.querySelectorAll("#task-list tr")].map(r => r.dataset.task + " " + r.querySelector(".state").textContent).join("|")`); got != task+" completed" {
+		a.fail("the task list is %q, want the one task, completed", got)
+	}
+	if got := a.js(`[...document.querySelectorAll("#transcript .bubble")].map(b => b.className.replace("bubble ", "")).join(" ")`); got != "user agent user agent" {
+		a.fail("the transcript's bubbles are %q", got)
+	}
+	a.shot("input-required-answered")
+}
+
+// Cancel on the running bubble cancels its task: the stream ends canceled.
+func TestAppCancels(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+
+	a.say("think about everything")
+	a.wait(lastAgent + `?.dataset.task && !` + lastAgent + `.querySelector(".cancel").hidden`)
+	s.model.tokens <- "Let me think"
+	a.wait(lastAgent + `.querySelector(".body").textContent.trim() === "Let me think"`)
+	a.shot("cancel-running")
+	a.must(a.click("#transcript .bubble.agent .cancel"))
+	a.wait(lastAgent + `?.dataset.state === "canceled"`)
+	if got := a.js(lastAgent + `.querySelector(".tag").textContent`); got != "canceled" {
+		a.fail("the canceled bubble's tag is %q", got)
+	}
+	if hidden := a.js(`String(` + lastAgent + `.querySelector(".cancel").hidden)`); hidden != "true" {
+		a.fail("Cancel is still offered on a canceled task")
+	}
+	a.wait(`document.querySelector("#task-list tr .state")?.textContent === "canceled"`)
+	a.shot("cancel-canceled")
+}
+
+// A server that requires an API key: the page asks for one, authenticates over the WebSocket
+// with it, keeps it in sessionStorage (never in the URL or localStorage), and a reload stays
+// signed in. A wrong key is refused in the dialog.
+func TestAppSignsInWithAPIKey(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{apiKeys: map[string]string{"alice-key-123": "alice"}})
+	a := openApp(t, s.URL, "", "signin")
+	if got := a.js(`[...document.querySelectorAll("#schemes label")].map(l => l.textContent).join("|")`); got != "API key (X-API-Key)" {
+		a.fail("the sign-in dialog offers %q", got)
+	}
+	a.shot("signin-dialog")
+
+	a.must(a.typeText("#key", "wrong-key"))
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.querySelector("#signin-error").textContent === "The agent refused these credentials."`)
+	a.must(a.eval2(`document.querySelector("#key").value = ""`))
+	a.must(a.typeText("#key", "alice-key-123"))
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.body.dataset.state === "ready" && !document.querySelector("#signin").open`)
+	if got := a.js(`document.querySelector("#who").textContent`); got != "API key" {
+		a.fail("the header says the user is signed in as %q", got)
+	}
+
+	a.say("echo hello alice")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "hello alice" {
+		a.fail("the answer is %q", got)
+	}
+	if got := a.js(`location.href + " " + JSON.stringify(localStorage)`); strings.Contains(got, "alice-key-123") {
+		a.fail("the key is in the URL or localStorage: %s", got)
+	}
+	if got := a.js(`sessionStorage.getItem("a2awebcap.credentials") ?? ""`); !strings.Contains(got, "alice-key-123") {
+		a.fail("the key is not kept in sessionStorage: %q", got)
+	}
+	a.shot("signin-chat")
+
+	a.must(a.reload())
+	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
+	if open := a.js(`String(document.querySelector("#signin").open)`); open != "false" {
+		a.fail("after a reload the page asks to sign in again")
+	}
+}
+
+// eval2 evaluates expr for its effect.
+func (p *page) eval2(expr string) error {
+	_, err := p.eval(expr)
+	return err
+}
+
+// The server restarts (same address, same task store): the page says it is offline, and the
+// next message reconnects and is answered in the same conversation.
+func TestAppReconnectsAfterServerRestart(t *testing.T) {
+	t.Parallel()
+	dbPath := filepath.Join(t.TempDir(), "tasks.db")
+	open := func() store.Store {
+		st, err := sqlite.Open(t.Context(), dbPath, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	s := startApp(t, appOptions{listener: lis, store: open()})
+	a := openApp(t, s.URL, "", "ready")
+	a.say("echo before")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	contextID := a.js(`location.hash`)
+
+	if err := s.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(`document.body.dataset.state === "offline"`)
+	a.shot("restart-offline")
+	lis2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", addr, err)
+	}
+	startApp(t, appOptions{listener: lis2, store: open()})
+
+	a.say("echo after")
+	a.wait(`document.body.dataset.state === "ready" && ` + agentBubbles + `.length === 2 && ` + lastAgent + `.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "after" {
+		a.fail("the answer after the restart is %q", got)
+	}
+	if got := a.js(`location.hash`); got != contextID {
+		a.fail("the conversation changed across the restart: %q, then %q", contextID, got)
+	}
+	a.shot("restart-reconnected")
+}
+
+// The connection drops while an answer streams: the page reconnects by itself, resubscribes
+// with Last-Event-ID, and the bubble ends with the whole answer, no token lost or repeated.
+func TestAppResumesStreamAfterDrop(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+	a.say("tell me a long story")
+	s.model.tokens <- "One, "
+	a.wait(lastAgent + `?.querySelector(".body").textContent.trim() === "One,"`)
+	if n := s.srv.DropWebSockets(); n == 0 {
+		t.Fatal("no WebSocket to drop")
+	}
+	s.model.tokens <- "two, "
+	s.model.tokens <- "three."
+	s.model.tokens <- ""
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "One, two, three." {
+		a.fail("after the drop the bubble says %q", got)
+	}
+	if n := a.js(`String(` + agentBubbles + `.length)`); n != "1" {
+		a.fail("%s agent bubbles, want 1", n)
+	}
+	a.wait(`document.body.dataset.state === "ready"`)
+	a.shot("drop-resumed")
+}
+
+// What the agent remembers about the user is listed with its provenance; Forget, confirmed,
+// asks the agent, which forgets it by its rules.
+func TestAppForgetsARememberedFact(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+	a.say("remember my city is Lisbon")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+
+	a.wait(`!document.querySelector('[role=tab][data-tab=memory]').hidden`)
+	a.must(a.click(`[role=tab][data-tab=memory]`))
+	belief := `document.querySelector("#memory li[data-belief]")`
+	a.wait(belief + `?.querySelector(".fact")?.textContent === "my city Lisbon"`)
+	prov := a.js(belief + `.querySelector(".provenance").textContent`)
+	for _, want := range []string{"from you", "rule remember", "“the user told me”"} {
+		if !strings.Contains(prov, want) {
+			a.fail("the provenance %q does not say %q", prov, want)
+		}
+	}
+	if got := a.js(belief + `.querySelector(".confidence").textContent`); !strings.HasSuffix(got, "%") {
+		a.fail("the confidence reads %q", got)
+	}
+	a.shot("memory-list")
+
+	a.must(a.click(`#memory li[data-belief] .forget`))
+	a.wait(`document.querySelector("#memory .confirm-box .confirm")`)
+	a.must(a.typeText(`#memory .confirm-box input`, "I moved"))
+	a.shot("memory-confirm")
+	a.must(a.click(`#memory .confirm-box .confirm`))
+	a.wait(`document.querySelector("#memory .said")`)
+	if got := a.js(`document.querySelector("#memory .said").textContent`); got != "Forgotten: my city. (forgotten)" {
+		a.fail("after Forget the page says %q", got)
+	}
+	if n := a.js(`String(document.querySelectorAll("#memory li[data-belief]").length)`); n != "0" {
+		a.fail("%s beliefs still listed after forgetting the only one", n)
+	}
+	a.shot("memory-forgotten")
+}
+
+// Untrusted content — the agent's answer and the user's own text — never becomes HTML: tags
+// show as text, no script runs, unsafe links are not links; the Markdown subset still renders.
+// On a phone-sized screen.
+func TestAppRendersUntrustedContentAsText(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+	a.must(a.size(390, 780))
+	attack := `<img src=x onerror="document.body.dataset.pwned=1"><script>document.body.dataset.pwned=2</script> ` +
+		`[click](javascript:document.body.dataset.pwned=3) [ok](https://example.org/) **bold** <b>raw</b>`
+	a.say("echo " + attack)
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	body := lastAgent + `.querySelector(".body")`
+	if got := a.js(body + `.textContent`); !strings.Contains(got, `<img src=x onerror="document.body.dataset.pwned=1">`) || !strings.Contains(got, "<b>raw</b>") {
+		a.fail("the tags are not shown as text: %q", got)
+	}
+	if got := a.js(`String(document.querySelectorAll("#transcript img, #transcript script, #transcript b, #transcript [onerror]").length)`); got != "0" {
+		a.fail("%s elements made from the message's HTML", got)
+	}
+	if got := a.js(`[...document.querySelectorAll("#transcript a")].map(l => l.href + " " + l.rel + " " + l.target).join("|")`); got != "https://example.org/ noopener noreferrer _blank|https://example.org/ noopener noreferrer _blank" {
+		a.fail("the links are %q, want only the https one (in both bubbles), opening apart", got)
+	}
+	if got := a.js(body + `.querySelector("strong")?.textContent ?? ""`); got != "bold" {
+		a.fail("**bold** rendered as %q", got)
+	}
+	if got := a.js(`document.body.dataset.pwned ?? ""`); got != "" {
+		a.fail("the message's script ran: pwned=%s", got)
+	}
+	if got := a.js(`getComputedStyle(document.querySelector("#nav")).display`); got != "none" {
+		a.fail("on a phone-sized screen the conversation list is shown as %q, want a closed drawer", got)
+	}
+	a.shot("xss-as-text-phone")
+}
