@@ -343,7 +343,8 @@ async function follow(turn, start) {
         } else if (final?.message && turn.shown === "") turn.event({ message: final.message });
         return;
       } catch (err) {
-        if (!(err instanceof ConnectionLost) || turn.id === null || turn.ended) throw err;
+        if (!(err instanceof ConnectionLost) || turn.id === null) throw err;
+        if (turn.ended || INTERRUPTED.has(turn.state)) return; // its last event came: nothing to resume
         const params = turn.seq > 0 ? { "Last-Event-ID": String(turn.seq) } : undefined;
         start = (s, obs) => s.subscribeToTask({ id: turn.id }, obs, params);
       }

@@ -204,6 +204,10 @@ export class Conn {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     if (this.api !== null) return;
+    if (this.state === "reconnecting" && this.following === 0 && this.waiters.length === 0) {
+      this.setState("offline"); // what needed the connection is over: wait for the user
+      return;
+    }
     const api = newWebSocketRpcSession(this.url);
     try {
       await api.getAgentCard();
@@ -238,6 +242,11 @@ export class Conn {
     try {
       return await fn(this.session);
     } catch (err) {
+      if (err?.code === undefined && gen === this.gen) {
+        // Not an A2A error: perhaps the connection is breaking, and capnweb says so (onRpcBroken)
+        // just after it rejects the calls in flight. Give it that moment.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       if (gen !== this.gen || this.session === null) throw new ConnectionLost(err?.message ?? String(err));
       throw err;
     }
