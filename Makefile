@@ -5,10 +5,10 @@ GO      ?= go
 FUZZTIME ?= 100000x
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: help test lint unit interop fuzz bench npm chromium
+.PHONY: help test lint unit interop fuzz bench bench-cluster npm chromium
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 test: lint npm unit fuzz ## everything CI runs: lint, unit and interop tests (-race), fuzz smoke
 
@@ -55,6 +55,9 @@ fuzz: ## run each fuzz target for FUZZTIME executions
 	$(GO) test -run='^$$' -fuzz='^FuzzFreeSameAsMarshal$$' -fuzztime=$(FUZZTIME) ./internal/a2ajson
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./netguard
 	$(GO) test -run='^$$' -fuzz='^FuzzPayload$$' -fuzztime=$(FUZZTIME) ./x402
+
+bench-cluster: ## cluster mode with 1, 2 and 3 replicas on the local PostgreSQL and NATS (docs/cluster.md#benchmarks)
+	$(GO) run ./bench/cluster
 
 bench: npm ## the capnweb benchmark harness (Go vs Node vs raw echo), prints ratios; the agent runtime's benchmarks
 	$(GO) run ./bench/capnweb
