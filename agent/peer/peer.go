@@ -22,6 +22,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/netguard"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // Name is the capability's name.
@@ -77,9 +78,13 @@ func Offer(s Settings, opts *Options) (capability.Offer, error) {
 		}
 	}
 	guard := netguard.New(&netguard.Options{Allow: s.networks})
+	pay, err := newPayers(s.Payer, o.Getenv)
+	if err != nil {
+		return capability.Offer{}, err
+	}
 	m := Manifest(s.Allow)
 	return capability.Offer{Manifest: m, Strategy: o.Strategy, New: func(ctx context.Context, env capability.Env) (*capability.Capability, error) {
-		h := &holder{s: &s, o: &o, env: env, pool: newPool(&s, guard, o.TLS, o.Getenv), tasks: map[a2a.TaskID]calleeTask{}}
+		h := &holder{s: &s, o: &o, env: env, pool: newPool(&s, guard, o.TLS, o.Getenv), payers: pay, tasks: map[a2a.TaskID]calleeTask{}}
 		c, err := capability.New(capability.Description{Name: Name, Description: m.Description, Methods: m.Methods, Contract: m.Contract},
 			capability.Funcs{"call": h.call, "find": h.find, "card": h.card})
 		if err != nil {
@@ -97,10 +102,11 @@ func Offer(s Settings, opts *Options) (capability.Offer, error) {
 
 // holder is one instance's a2a capability.
 type holder struct {
-	s    *Settings
-	o    *Options
-	env  capability.Env
-	pool *pool
+	s      *Settings
+	o      *Options
+	env    capability.Env
+	pool   *pool
+	payers *payers // nil without a payer
 
 	mu    sync.Mutex
 	tasks map[a2a.TaskID]calleeTask
@@ -163,6 +169,9 @@ func methods() []capability.Method {
 				"text": capability.String("its final message, else its artifacts' text"),
 				"artifacts": capability.Array("", capability.Object("", map[string]*capability.Schema{
 					"name": capability.String(""), "text": capability.String("")})),
+				"paid": capability.Object("what the call paid the agent (x402)", map[string]*capability.Schema{
+					"amount": capability.String("in atomic units"), "asset": capability.String(""), "network": capability.String(""),
+					"payTo": capability.String(""), "receipt": {Description: "the agent's settlement receipt"}}),
 			}, "agent", "name", "binding", "task", "context", "state", "text", "artifacts")},
 		{Name: "find", Description: "The agents known to have a skill, tag or name (all given must hold; case is ignored)",
 			Params: capability.Object("", map[string]*capability.Schema{
@@ -199,6 +208,7 @@ type callResult struct {
 	State     string        `json:"state"`
 	Text      string        `json:"text"`
 	Artifacts []artifactOut `json:"artifacts"`
+	Paid      *paidOut      `json:"paid,omitempty"`
 }
 
 func (h *holder) call(ctx context.Context, c *capability.Call) (any, error) {
@@ -274,6 +284,7 @@ type follow struct {
 	state     a2a.TaskState
 	final     *a2a.Message
 	artifacts []*a2a.Artifact // in order of first appearance, parts appended
+	paid      *paidOut
 }
 
 func (f *follow) source() string { return "agent " + f.base }
@@ -285,17 +296,14 @@ func (f *follow) run(ctx context.Context, text string, task a2a.TaskID, contextI
 	defer func() {
 		if ctx.Err() != nil && f.task != "" && !f.state.Terminal() {
 			// The caller's task was canceled, or its turn ended: so does the callee's.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTime)
-			_, _ = f.cn.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: f.task})
-			cancel()
+			f.cancel(ctx)
 			res, err = nil, context.Cause(ctx)
 		}
 	}()
 	const maxRounds = 64 // questions answered, streams resumed
+	next := f.message(a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text)))
 	for range maxRounds {
-		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-		msg.TaskID, msg.ContextID, msg.Metadata = f.task, f.context, f.hop.meta()
-		if err := f.stream(ctx, f.cn.client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg})); err != nil {
+		if err := f.stream(ctx, f.cn.client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: next})); err != nil {
 			return nil, err
 		}
 		for range maxRounds {
@@ -309,20 +317,52 @@ func (f *follow) run(ctx context.Context, text string, task a2a.TaskID, contextI
 		}
 		switch {
 		case f.task == "" || f.state == a2a.TaskStateCompleted:
+			f.settled()
 			return f.result(), nil
 		case f.state.Terminal():
-			return nil, fmt.Errorf("agent %s ended the task %s: %s", f.name, strings.TrimPrefix(string(f.state), "TASK_STATE_"), f.text())
+			return nil, fmt.Errorf("agent %s ended the task %s: %s", f.name, stateName(f.state), f.text())
 		case f.state == a2a.TaskStateAuthRequired:
+			f.cancel(ctx)
 			return nil, fmt.Errorf("agent %s needs authentication: %s", f.name, f.text())
+		case x402.StatusOf(f.final) == x402.StatusRequired:
+			// A question of payment is not the user's: the payer's, within its budget.
+			msg, err := f.pay(ctx)
+			if err != nil {
+				f.cancel(ctx)
+				return nil, err
+			}
+			next = f.message(msg)
+		default:
+			answer, err := f.ask(ctx)
+			if err != nil {
+				return nil, err
+			}
+			next = f.message(a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(answer)))
 		}
-		answer, err := f.ask(ctx)
-		if err != nil {
-			return nil, err
-		}
-		text = answer
 		f.state = a2a.TaskStateWorking
 	}
+	f.cancel(ctx)
 	return nil, fmt.Errorf("agent %s: more than %d rounds in one call", f.name, maxRounds)
+}
+
+// message is m sent on the callee's task (once known), carrying the call's hops, chain and
+// budget.
+func (f *follow) message(m *a2a.Message) *a2a.Message {
+	m.TaskID, m.ContextID = f.task, f.context
+	for k, v := range f.hop.meta() {
+		m.SetMeta(k, v)
+	}
+	return m
+}
+
+// cancel cancels the callee's task, the call having ended before it.
+func (f *follow) cancel(ctx context.Context) {
+	if f.task == "" || f.state.Terminal() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTime)
+	defer cancel()
+	_, _ = f.cn.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: f.task})
 }
 
 // stream reads events until the stream ends, relaying each into the caller's task.
@@ -416,7 +456,7 @@ func (f *follow) text() string {
 }
 
 func (f *follow) result() *callResult {
-	r := &callResult{Agent: f.base, Name: f.name, Binding: string(f.cn.client.Binding()), Task: string(f.task), Context: f.context,
+	r := &callResult{Paid: f.paid, Agent: f.base, Name: f.name, Binding: string(f.cn.client.Binding()), Task: string(f.task), Context: f.context,
 		State: stateName(f.state), Text: f.text(), Artifacts: []artifactOut{}}
 	if f.task == "" && f.final != nil {
 		r.Context = f.final.ContextID

@@ -56,7 +56,7 @@ type callee struct {
 	rec *recorder
 }
 
-func startCallee(t *testing.T, b client.Binding) *callee {
+func startCallee(t testing.TB, b client.Binding) *callee {
 	t.Helper()
 	rec := &recorder{Agent: a2atest.NewAgent()}
 	srv := a2atest.Start(t, &a2atest.Options{Executor: rec, WrapHTTP: func(h http.Handler) http.Handler {
@@ -115,18 +115,33 @@ func callerRules(target string) []agent.Rule {
 
 // startCaller serves a runtime agent holding the a2a capability, with bearer tokens ta (alice)
 // and tb (bob).
-func startCaller(t *testing.T, s peer.Settings, rules []agent.Rule) (*a2atest.Server, *agent.Host) {
+func startCaller(t testing.TB, s peer.Settings, rules []agent.Rule) (*a2atest.Server, *agent.Host) {
 	t.Helper()
-	offer, err := peer.Offer(s, &peer.Options{Strategy: capability.Strategy{Kind: capability.AuditOnly}})
+	return startCallerWith(t, s, rules, &peer.Options{})
+}
+
+func startCallerWith(t testing.TB, s peer.Settings, rules []agent.Rule, o *peer.Options) (*a2atest.Server, *agent.Host) {
+	t.Helper()
+	return startCallerDef(t, s, &agent.Definition{Name: "writer", Policy: &agent.Policy{Rules: rules}}, o)
+}
+
+// startCallerDef serves def holding the a2a capability (and self), with bearer tokens ta
+// (alice) and tb (bob).
+func startCallerDef(t testing.TB, s peer.Settings, def *agent.Definition, o *peer.Options) (*a2atest.Server, *agent.Host) {
+	t.Helper()
+	o.Strategy = capability.Strategy{Kind: capability.AuditOnly}
+	offer, err := peer.Offer(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cat := capability.NewCatalog()
-	if err := cat.Add(offer); err != nil {
-		t.Fatal(err)
+	for _, off := range []capability.Offer{offer, capability.SelfOffer()} {
+		if err := cat.Add(off); err != nil {
+			t.Fatal(err)
+		}
 	}
-	h, err := agent.NewHost(&agent.Definition{Name: "writer", Policy: &agent.Policy{Rules: rules}, Capabilities: cat,
-		Preinstall: []string{"a2a"}}, &agent.HostOptions{ParkTimeout: time.Minute})
+	def.Capabilities, def.Preinstall = cat, []string{"a2a", "self"}
+	h, err := agent.NewHost(def, &agent.HostOptions{ParkTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,4 +400,100 @@ func TestParseSettings(t *testing.T) {
 			t.Errorf("ParseSettings(%s) = %v, want an error naming %q", tc.in, err, tc.err)
 		}
 	}
+}
+
+// With answers "memory", the callee's question is answered from the caller's own beliefs when
+// one matches (the user is not asked), and asked of the user otherwise.
+func TestAnswersFromMemory(t *testing.T) {
+	t.Parallel()
+	ce := startCallee(t, client.BindingCapnweb)
+	notes := agent.Notes()
+	rules := append(callerRules(ce.srv.URL), agent.Rule{Name: "delegate-memory", When: `source == "user" && command == "askm" && args != ""`,
+		Action: agent.CallTool, Reason: "the user asked",
+		Params: map[string]string{"tool": `"a2a.call"`, "input": `"{\"agent\": \"` + ce.srv.URL + `\", \"answers\": \"memory\", \"message\": \"" + args + "\"}"`}})
+	notes.Rules = append(rules, notes.Rules...)
+	srv, _ := startCallerDef(t, peer.Settings{Allow: ce.allow(), Networks: []string{"127.0.0.1/32"}},
+		&agent.Definition{Name: "writer", Policy: notes}, &peer.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	alice, bob := dial(t, srv.URL, "ta"), dial(t, srv.URL, "tb")
+	if st, text := final(events(t, ctx, alice, "remember name is Ada", "")); st != a2a.TaskStateCompleted {
+		t.Fatalf("remember: %s %q", st, text)
+	}
+	evs := events(t, ctx, alice, "askm ask", "")
+	st, text := final(evs)
+	if st != a2a.TaskStateCompleted || !strings.Contains(text, "hello, Ada") {
+		t.Errorf("alice's call answered from memory: %s %q, want completed with hello, Ada", st, text)
+	}
+	var note string
+	for _, ev := range evs {
+		if su, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && su.Status.Message != nil && strings.Contains(partsText(su.Status.Message.Parts), "answered from memory") {
+			note = partsText(su.Status.Message.Parts)
+		}
+	}
+	if !strings.Contains(note, "answered from memory: name is Ada (belief ") {
+		t.Errorf("alice's task said %q, want which belief answered", note)
+	}
+	// bob's memory holds no name: bob is asked.
+	if st, q := final(events(t, ctx, bob, "askm ask", "")); st != a2a.TaskStateInputRequired || !strings.Contains(q, "asks: what is your name?") {
+		t.Errorf("bob's call: %s %q, want the question asked of bob", st, q)
+	}
+}
+
+// find lists the known agents with a skill, and call by skill calls the first of them the
+// contract allows; no match is a clear error.
+func TestFindAndCallBySkill(t *testing.T) {
+	t.Parallel()
+	ce := startCallee(t, client.BindingJSONRPC)
+	rules := append([]agent.Rule{
+		{Name: "find", When: `source == "user" && command == "find"`, Action: agent.CallTool, Reason: "the user asked",
+			Params: map[string]string{"tool": `"a2a.find"`, "input": `"{\"skill\": \"" + args + "\"}"`}},
+		{Name: "found", When: `kind == "tool-result" && data.tool == "a2a.find"`, Action: agent.Reply, Reason: "say it",
+			Params: map[string]string{"text": `"found: " + text`}},
+		{Name: "by-skill", When: `source == "user" && command == "skill"`, Action: agent.CallTool, Reason: "the user asked",
+			Params: map[string]string{"tool": `"a2a.call"`, "input": `"{\"skill\": \"" + args + "\", \"message\": \"hi\"}"`}},
+	}, callerRules(ce.srv.URL)...)
+	srv, _ := startCaller(t, peer.Settings{Allow: ce.allow(), Networks: []string{"127.0.0.1/32"}, Agents: []string{ce.srv.URL + "/"}}, rules)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c := dial(t, srv.URL, "ta")
+	if _, text := final(events(t, ctx, c, "find ECH", "")); !strings.Contains(text, `"url":"`+ce.srv.URL+`"`) || !strings.Contains(text, `"source":"agents"`) {
+		t.Errorf("find ECH: %q, want the callee listed", text)
+	}
+	if _, text := final(events(t, ctx, c, "find nothing", "")); text != "found: []" {
+		t.Errorf("find nothing: %q, want none", text)
+	}
+	if _, text := final(events(t, ctx, c, "skill echo", "")); !strings.Contains(text, "from "+ce.srv.URL) || !strings.Contains(text, "echo: hi") {
+		t.Errorf("skill echo: %q, want the callee's answer", text)
+	}
+	if _, text := final(events(t, ctx, c, "skill weaving", "")); !strings.Contains(text, "no agent with a skill weaving is known") {
+		t.Errorf("skill weaving: %q, want no agent", text)
+	}
+}
+
+// A call that outlives its timeout ends, and so does the callee's task.
+func TestTimeoutCancelsCallee(t *testing.T) {
+	t.Parallel()
+	ce := startCallee(t, client.BindingCapnweb)
+	srv, _ := startCaller(t, peer.Settings{Allow: ce.allow(), Networks: []string{"127.0.0.1/32"}, Timeout: "1s"}, callerRules(ce.srv.URL))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	evs := events(t, ctx, dial(t, srv.URL, "ta"), "ask wait forever", "")
+	var calleeTask string
+	for _, ev := range evs {
+		if st, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
+			if m := relayMeta(st.Metadata); m != nil {
+				calleeTask, _ = m["task"].(string)
+			}
+		}
+	}
+	if _, text := final(evs); !strings.Contains(text, "took longer than 1s") || calleeTask == "" {
+		t.Fatalf("caller said %q (callee task %q), want the call timed out", text, calleeTask)
+	}
+	cc, err := client.New(ctx, ce.srv.URL, &client.Options{Binding: client.BindingCapnweb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Destroy()
+	a2atest.WaitTask(t, cc, a2a.TaskID(calleeTask), func(tk *a2a.Task) bool { return tk.Status.State == a2a.TaskStateCanceled })
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/client"
 	"github.com/a2awebcap/a2awebcap/netguard"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // Bounds of the connections and cards a holder keeps.
@@ -72,18 +73,22 @@ func newPool(s *Settings, guard *netguard.Guard, tlsConf *tls.Config, getenv fun
 // header is what to present to the agent whose card is at cardURL (secrets read now, from the
 // environment).
 func (p *pool) header(cardURL string) http.Header {
+	// Every call speaks x402: a callee may ask for payment, which the payer pays or, without
+	// one, the call reports (rather than the callee refusing a request that does not say so).
+	h := http.Header{"A2A-Extensions": {x402.ExtensionURI}}
 	c := p.s.credential(cardURL)
 	if c == nil || c.Header == "" {
-		return nil
+		return h
 	}
 	v := p.getenv(c.Env)
 	if v == "" {
-		return nil
+		return h
 	}
 	if c.Scheme != "" {
 		v = c.Scheme + " " + v
 	}
-	return http.Header{http.CanonicalHeaderKey(c.Header): {v}}
+	h.Set(c.Header, v)
+	return h
 }
 
 // get returns a connection to the agent whose card is at cardURL, checking the card's URL and

@@ -47,6 +47,9 @@ type Settings struct {
 	// Timeout bounds one call, waiting for the user included, as a Go duration ("10m"). "":
 	// DefaultTimeout.
 	Timeout string `json:"timeout,omitempty"`
+	// Payer pays callees that ask for payment (x402), within a budget. Nil: a call asked to pay
+	// fails with what the callee asked.
+	Payer *PayerSettings `json:"payer,omitempty"`
 
 	timeout  time.Duration
 	networks []netip.Prefix
@@ -61,6 +64,24 @@ type Credential struct {
 	Scheme       string    `json:"scheme,omitempty"`
 	Env          string    `json:"env,omitempty"`
 	CapnwebToken *TokenRef `json:"capnwebToken,omitempty"`
+}
+
+// PayerSettings configure paying callees (x402, docs/payments.md): the secp256k1 key that
+// signs, read from the environment variable KeyEnv (hex), and the budget each principal
+// holding the capability may spend, per token.
+type PayerSettings struct {
+	KeyEnv string     `json:"keyEnv"`
+	Budget []PayLimit `json:"budget"`
+	// MaxAmount caps one payment, in atomic units. "": only the budget caps it.
+	MaxAmount string `json:"maxAmount,omitempty"`
+}
+
+// PayLimit is how much of one token (network and asset contract) a principal may spend, in
+// atomic units (a decimal string).
+type PayLimit struct {
+	Network string `json:"network"`
+	Asset   string `json:"asset"`
+	Amount  string `json:"amount"`
 }
 
 // TokenRef names where a secret is: the environment variable Env.
@@ -123,6 +144,22 @@ func (s *Settings) check() error {
 	}
 	if s.Budget < 0 || s.Budget > 1<<20 {
 		return fmt.Errorf("%w: budget %d", ErrBadSettings, s.Budget)
+	}
+	if p := s.Payer; p != nil {
+		if p.KeyEnv == "" {
+			return fmt.Errorf("%w: payer.keyEnv: the environment variable holding the key is required", ErrBadSettings)
+		}
+		if len(p.Budget) == 0 {
+			return fmt.Errorf("%w: payer.budget: at least one limit is required", ErrBadSettings)
+		}
+		for i, l := range p.Budget {
+			if l.Network == "" || l.Asset == "" || !decimal(l.Amount) {
+				return fmt.Errorf("%w: payer.budget %d: network, asset and a decimal amount are required", ErrBadSettings, i+1)
+			}
+		}
+		if p.MaxAmount != "" && !decimal(p.MaxAmount) {
+			return fmt.Errorf("%w: payer.maxAmount %q: want a decimal amount", ErrBadSettings, p.MaxAmount)
+		}
 	}
 	s.timeout = DefaultTimeout
 	if s.Timeout != "" {
@@ -191,6 +228,19 @@ func nameOf(base string) string {
 		return p
 	}
 	return u.Host
+}
+
+// decimal reports whether s is a non-negative decimal integer of at most 78 digits (a uint256).
+func decimal(s string) bool {
+	if s == "" || len(s) > 78 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func cmpOr[T comparable](a, b T) T {
