@@ -289,8 +289,8 @@ class Turn {
     const approve = el("button", { type: "button", className: "approve" }, "Approve");
     const refuse = el("button", { type: "button", className: "refuse" }, "Refuse");
     const rows = [
-      ["wants", [a.kind, a.capability, a.method].filter(Boolean).join(" ")],
-      ["arguments", a.arguments === undefined ? "" : JSON.stringify(a.arguments, null, 2)],
+      ["wants", a.kind === "call" ? `to call ${a.capability}.${a.method}` : `${a.kind ?? ""} ${a.capability ?? ""}`.trim()],
+      ["arguments", a.args === undefined ? "" : JSON.stringify(a.args, null, 2)],
       ["contract", a.contract === undefined ? "" : JSON.stringify(a.contract, null, 2)],
     ].filter(([, v]) => v);
     const card = el(
@@ -699,7 +699,9 @@ async function refreshCapabilities() {
   box.replaceChildren(...out);
 }
 
-// Operator: instances, their policies and the proposals to review (operator extension).
+// Operator: the principals with an instance, and for one its policy — the version in force,
+// the versions, the reviews — with Approve, Reject (reason required) and Roll back (operator
+// extension, docs/sessions.md "The operator").
 async function refreshOperator() {
   const box = $("#operator");
   let res;
@@ -709,47 +711,64 @@ async function refreshOperator() {
     box.replaceChildren(el("p", { className: "error" }, errorText(err)));
     return;
   }
-  const list = el("ul");
-  for (const inst of res.instances ?? res ?? []) {
-    const name = inst.principal ?? inst.name ?? JSON.stringify(inst);
-    const open = el("button", { type: "button" }, String(name));
-    const li = el("li", null, open);
-    open.addEventListener("click", () => showPolicy(li, inst));
+  const list = el("ul", { className: "instances" });
+  for (const inst of res.instances ?? []) {
+    const who = (inst.name || "(anonymous)") + (inst.tenant ? ` · ${inst.tenant}` : "");
+    const open = el("button", { type: "button" }, who);
+    const li = el("li", { dataset: { principal: inst.name ?? "" } }, open);
+    open.addEventListener("click", () => showPolicy(li, { tenant: inst.tenant || undefined, name: inst.name ?? "" }));
     list.append(li);
   }
   box.replaceChildren(list);
 }
 
-async function showPolicy(li, inst) {
-  const req = { principal: inst.principal ?? inst.name, tenant: inst.tenant };
+async function showPolicy(li, who) {
+  li.querySelector(".policy")?.remove();
+  const box = el("div", { className: "policy" });
+  li.append(box);
   let p;
   try {
-    p = await app.conn.call((s) => s.operator().getPolicy(req));
+    p = await app.conn.call((s) => s.operator().getPolicy(who));
   } catch (err) {
-    li.append(el("p", { className: "error" }, errorText(err)));
+    box.append(el("p", { className: "error" }, errorText(err)));
     return;
   }
-  const box = el("div", { className: "policy" }, el("p", null, `version in force: ${p.version ?? p.current ?? ""}`));
-  const act = (label, method, extra) => {
-    const b = el("button", { type: "button" }, label);
-    b.addEventListener("click", async () => {
-      const reason = extra === "reason" ? box.querySelector("input.reason")?.value.trim() : undefined;
-      if (extra === "reason" && !reason) {
-        box.append(el("p", { className: "error" }, "A rejection needs a reason."));
-        return;
-      }
-      try {
-        const r = await app.conn.call((s) => s.operator()[method]({ ...req, ...(reason ? { reason } : {}) }));
-        box.append(el("p", { role: "status" }, JSON.stringify(r ?? "done")));
-      } catch (err) {
-        box.append(el("p", { className: "error" }, errorText(err)));
-      }
-    });
-    return b;
+  const said = el("p", { role: "status" });
+  const act = async (method, request) => {
+    try {
+      const r = await app.conn.call((s) => s.operator()[method]({ ...who, ...request }));
+      await showPolicy(li, who);
+      li.querySelector(".policy [role=status]").textContent = r?.version !== undefined ? `Version ${r.version} in force.` : `Review ${r?.review?.id ?? ""} ${r?.review?.status ?? "done"}.`;
+    } catch (err) {
+      said.textContent = errorText(err);
+    }
   };
-  box.append(el("pre", null, JSON.stringify(p, null, 2)), el("input", { type: "text", className: "reason", "aria-label": "reason" }), act("Approve", "approveProposal"), act("Reject", "rejectProposal", "reason"), act("Roll back", "rollbackPolicy"));
-  li.querySelector(".policy")?.remove();
-  li.append(box);
+  const versions = el("ol", { className: "versions" }, ...(p.versions ?? []).map((v) => el("li", null, `version ${v.version} · ${(v.rules ?? []).length} rules · ${when(v.applied)}${v.approver ? ` · approved by ${v.approver}` : ""}`)));
+  const reviews = el("ul", { className: "reviews" });
+  for (const r of p.reviews ?? []) {
+    const pr = r.proposal ?? {};
+    const item = el("li", { dataset: { review: r.id, status: r.status } }, el("div", null, el("strong", null, `${pr.Op ?? ""} ${pr.Rule?.Name ?? ""}`), ` · ${r.status}`), el("p", null, pr.Justification ?? ""), el("details", null, el("summary", null, "rule"), el("pre", null, JSON.stringify(pr.Rule ?? {}, null, 2))));
+    if (r.reason) item.append(el("p", null, `reason: ${r.reason}`));
+    if (r.status === "pending") {
+      const reason = el("input", { type: "text", placeholder: "reason (required to reject)", "aria-label": `reason to reject ${r.id}` });
+      const approve = el("button", { type: "button", className: "approve" }, "Approve");
+      const reject = el("button", { type: "button", className: "reject" }, "Reject");
+      approve.addEventListener("click", () => act("approveProposal", { review: r.id }));
+      reject.addEventListener("click", () => {
+        if (!reason.value.trim()) {
+          said.textContent = "A rejection needs a reason.";
+          reason.focus();
+          return;
+        }
+        act("rejectProposal", { review: r.id, reason: reason.value.trim() });
+      });
+      item.append(reason, approve, reject);
+    }
+    reviews.append(item);
+  }
+  const rollback = el("button", { type: "button", className: "rollback" }, "Roll back");
+  rollback.addEventListener("click", () => act("rollbackPolicy", {}));
+  box.append(el("p", null, `Version in force: ${p.current ?? "-"}`), rollback, said, el("h3", null, "Reviews"), reviews, el("h3", null, "Versions"), versions);
 }
 
 // --- sign in -----------------------------------------------------------------------------

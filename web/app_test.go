@@ -20,6 +20,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
@@ -54,6 +55,7 @@ type appOptions struct {
 	apiKeys  map[string]string // key → principal; when set, the server requires one (X-API-Key)
 	listener net.Listener
 	store    store.Store
+	def      *agent.Definition // the agent; nil: the Assistant policy with the steered model
 }
 
 type appServer struct {
@@ -66,7 +68,11 @@ type appServer struct {
 func startApp(t *testing.T, o appOptions) *appServer {
 	t.Helper()
 	m := &steeredModel{tokens: make(chan string, 64)}
-	h, err := agent.NewHost(&agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: m}, nil)
+	def := o.def
+	if def == nil {
+		def = &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: m}
+	}
+	h, err := agent.NewHost(def, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,4 +500,70 @@ func TestAppRendersUntrustedContentAsText(t *testing.T) {
 		a.fail("on a phone-sized screen the conversation list is shown as %q, want a closed drawer", got)
 	}
 	a.shot("xss-as-text-phone")
+}
+
+// A capability the agent holds call by call: its call waits for the user, whom the page shows
+// what the agent wants to call, with what, under which contract; Approve lets the call run on
+// the same task, Refuse (with a reason) refuses it.
+func TestAppApprovesACapabilityCall(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := capability.FileSystem(dir, capability.Contract{Reads: []string{"file:*"}, Writes: []string{"file:notes/*"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Revoke(nil) })
+	cat := capability.NewCatalog()
+	offer := capability.Offering(fs, capability.Strategies{Minimum: capability.PreApproved, Recommended: capability.ContractBased})
+	offer.Strategy = capability.Strategy{Kind: capability.CallByCall}
+	if err := cat.Add(offer); err != nil {
+		t.Fatal(err)
+	}
+	saver := &agent.Policy{Rules: []agent.Rule{
+		{Name: "save", When: `command == "save"`, Action: agent.CallTool, Reason: "the user asked",
+			Params: map[string]string{"tool": `"fs.write"`, "input": `"{\"path\": \"" + args + "\", \"content\": \"hello\"}"`}},
+		{Name: "done", When: `last.action == "call"`, Action: agent.Reply, Reason: "say so",
+			Params: map[string]string{"text": `last.status + ": " + last.result`}},
+	}}
+	s := startApp(t, appOptions{def: &agent.Definition{Name: "saver", Policy: saver, Capabilities: cat, Preinstall: []string{"fs"}}})
+	a := openApp(t, s.URL, "", "ready")
+
+	a.say("save notes/a.txt")
+	a.wait(lastAgent + `?.querySelector(".approval")`)
+	card := a.js(lastAgent + `.querySelector(".approval").textContent`)
+	for _, want := range []string{"to call fs.write", "notes/a.txt", "file:notes/*"} {
+		if !strings.Contains(card, want) {
+			a.fail("the approval card %q does not show %q", card, want)
+		}
+	}
+	task := a.js(lastAgent + `.dataset.task`)
+	a.shot("approval-card")
+	a.must(a.click(`#transcript .bubble.agent:last-of-type .approval .approve`))
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.dataset.task`); got != task {
+		a.fail("the approval went to task %q, want %q", got, task)
+	}
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); !strings.HasPrefix(got, "done") {
+		a.fail("after Approve the agent says %q", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "notes", "a.txt")); string(data) != "hello" {
+		a.fail("the approved call wrote %q", data)
+	}
+	a.shot("approval-approved")
+
+	a.say("save notes/b.txt")
+	a.wait(lastAgent + `?.querySelector(".approval")`)
+	a.must(a.typeText(`#transcript .bubble.agent:last-of-type .approval input`, "not now"))
+	a.must(a.click(`#transcript .bubble.agent:last-of-type .approval .refuse`))
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); !strings.Contains(got, "refused by the user") {
+		a.fail("after Refuse the agent says %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes", "b.txt")); err == nil {
+		a.fail("the refused call wrote its file")
+	}
+	a.shot("approval-refused")
 }

@@ -303,3 +303,24 @@ func (p *page) screenshot(path string) error {
 	}
 	return os.WriteFile(path, res.Data, 0o644)
 }
+
+// await evaluates a JavaScript expression whose value is a promise and returns what it
+// resolves to, as a string.
+func (p *page) await(expr string) (string, error) {
+	var res struct {
+		Result           struct{ Value any }
+		ExceptionDetails *struct {
+			Text      string
+			Exception struct{ Description string }
+		}
+	}
+	err := p.b.call(p.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	if err != nil {
+		return "", err
+	}
+	if res.ExceptionDetails != nil {
+		return "", fmt.Errorf("%s %s", res.ExceptionDetails.Text, res.ExceptionDetails.Exception.Description)
+	}
+	s, _ := res.Result.Value.(string)
+	return s, nil
+}

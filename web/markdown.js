@@ -38,7 +38,7 @@ function el(tag, ...children) {
 // inline renders the inline Markdown of text (code spans, links, images as links, strong,
 // emphasis, strikethrough, hard line breaks) into parent.
 function inline(parent, text) {
-  const re = /(`+)([\s\S]*?[^`])\1(?!`)|!?\[([^\]\n]*)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s](?:[^*]*[^*\s])?)\*|(?<![\w])_([^_\s](?:[^_]*[^_\s])?)_(?![\w])|~~([\s\S]+?)~~|( {2,}|\\)\n|<(https?:\/\/[^>\s]+)>/g;
+  const re = /(`+)([\s\S]*?[^`])\1(?!`)|!?\[([^\]\n]*)\]\(((?:[^()\s]|\([^()\s]*\))*)(?:\s+"[^"]*")?\)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|(?<![\p{L}\p{N}*])\*(?=[\p{L}\p{N}`(["'])([^*\n]*?[^*\s])\*(?![\p{L}\p{N}])|(?<![\p{L}\p{N}_])_(?=[\p{L}\p{N}`(["'])([^_\n]*?[^_\s])_(?![\p{L}\p{N}])|~~([\s\S]+?)~~|( {2,}|\\)\n|<(https?:\/\/[^>\s]+)>/gu;
   let last = 0;
   for (let m; (m = re.exec(text)); ) {
     if (m.index > last) parent.append(text.slice(last, m.index));
