@@ -114,14 +114,24 @@ func BenchmarkSessions(b *testing.B) {
 // the Assistant policy with a model that answers at once, and one rule-only turn ("echo"), on the
 // memory store, one at a time; and "session", the consult turn of BenchmarkSessions: a turn of a
 // chat session (a new session every 20 turns, as BenchmarkSessions' 1,000 sessions have after
-// 20,000 turns).
+// 20,000 turns), on the memory store and on SQLite.
 func BenchmarkTurn(b *testing.B) {
 	for _, tc := range []struct {
-		name, text string
-		session    bool
-	}{{"consult", "why?", false}, {"rules", "echo hi", false}, {"session", "why?", true}} {
+		name, text      string
+		session, sqlite bool
+	}{{"consult", "why?", false, false}, {"rules", "echo hi", false, false}, {"session", "why?", true, false},
+		{"session-sqlite", "why?", true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			h, err := agent.NewHost(&agent.Definition{Name: "bench", Policy: agent.Assistant(), Model: sleeper(0)}, nil)
+			var opts agent.HostOptions
+			if tc.sqlite {
+				ss, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "a.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ss.Close()
+				opts.Store = ss
+			}
+			h, err := agent.NewHost(&agent.Definition{Name: "bench", Policy: agent.Assistant(), Model: sleeper(0)}, &opts)
 			if err != nil {
 				b.Fatal(err)
 			}

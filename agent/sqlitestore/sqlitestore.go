@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -220,7 +221,46 @@ CREATE INDEX agent_audit_principal ON agent_audit (agent, principal, seq);
 // Store is an agent.Store in SQLite. It is safe for concurrent use.
 type Store struct {
 	db *sql.DB
+	// stmts are Commit's statements, prepared once on the connection (preparing one costs as
+	// much as running it): Commit runs them in its transaction.
+	stmts map[string]*sql.Stmt
+	// ids are the instance IDs committed so far: an instance row, once committed, is never
+	// deleted nor renumbered, so a commit need not look it up again.
+	ids sync.Map // agent.Key → int64
 }
+
+// Commit's statements.
+const (
+	sqlInsertInstance = `INSERT INTO agent_instances (agent, tenant, principal) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlInstance       = `SELECT id FROM agent_instances WHERE agent = ? AND tenant = ? AND principal = ?`
+	sqlInsertObs      = `INSERT INTO agent_observations (inst, seq, id, obs) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlInsertTerm     = `INSERT INTO agent_terms (inst, term, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlWorking        = `INSERT INTO agent_working (inst, state) VALUES (?, ?)
+			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`
+	sqlCapabilities = `INSERT INTO agent_capabilities (inst, state) VALUES (?, ?)
+			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`
+	sqlInsertPolicy = `INSERT INTO agent_policies (inst, version, policy) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlCurrent      = `UPDATE agent_instances SET policy = ? WHERE id = ?`
+	sqlInsertTurn   = `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES (?, ?, ?, ?, ?)`
+	sqlSession      = `INSERT INTO agent_sessions (inst, id, doc) VALUES (?, ?, ?)
+			ON CONFLICT (inst, id) DO UPDATE SET doc = excluded.doc`
+)
+
+// upsertSQL is the statement of upsert for table, whose item is in column col.
+func upsertSQL(table, col string) string {
+	return `INSERT INTO ` + table + ` (inst, id, ord, ` + col + `)
+		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM ` + table + ` WHERE inst = ?1), ?3)
+		ON CONFLICT (inst, id) DO UPDATE SET ` + col + ` = excluded.` + col
+}
+
+var (
+	sqlBelief = upsertSQL("agent_beliefs", "belief")
+	sqlGoal   = upsertSQL("agent_goals", "goal")
+	sqlReview = upsertSQL("agent_reviews", "review")
+)
+
+var commitSQL = []string{sqlInsertInstance, sqlInstance, sqlInsertObs, sqlInsertTerm, sqlWorking, sqlCapabilities, sqlInsertPolicy,
+	sqlCurrent, sqlInsertTurn, sqlSession, sqlBelief, sqlGoal, sqlReview}
 
 var _ agent.Store = (*Store)(nil)
 
@@ -253,7 +293,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, stmts: map[string]*sql.Stmt{}}
+	for _, q := range commitSQL {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		}
+		s.stmts[q] = st
+	}
+	return s, nil
+}
+
+// exec runs Commit's statement q in tx.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	return tx.StmtContext(ctx, s.stmts[q]).ExecContext(ctx, args...)
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
@@ -324,7 +378,7 @@ func backfillTerms(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	for _, r := range all {
-		if err := indexTerms(ctx, tx, r.inst, r.seq, r.text); err != nil {
+		if err := indexTerms(ctx, tx.ExecContext, r.inst, r.seq, r.text); err != nil {
 			return err
 		}
 	}
@@ -332,17 +386,25 @@ func backfillTerms(ctx context.Context, tx *sql.Tx) error {
 }
 
 // indexTerms adds the search terms of an observation's text.
-func indexTerms(ctx context.Context, tx *sql.Tx, inst, seq int64, text string) error {
+func indexTerms(ctx context.Context, exec execer, inst, seq int64, text string) error {
 	for _, t := range agent.SearchTerms(text) {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_terms (inst, term, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, inst, t, seq); err != nil {
+		if _, err := exec(ctx, sqlInsertTerm, inst, t, seq); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// execer runs a statement: tx.ExecContext, or Store.exec's statements prepared once.
+type execer func(ctx context.Context, q string, args ...any) (sql.Result, error)
+
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	return s.db.Close()
+}
 
 type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
@@ -422,57 +484,59 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 		return wrap("commit", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_instances (agent, tenant, principal) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
-		key.Agent, key.Principal.Tenant, key.Principal.Name); err != nil {
-		return wrap("commit", err)
+	exec := func(ctx context.Context, q string, args ...any) (sql.Result, error) {
+		return tx.StmtContext(ctx, s.stmts[q]).ExecContext(ctx, args...)
 	}
-	id, err := instance(ctx, tx, key)
-	if err != nil {
-		return wrap("commit", err)
+	var id int64
+	if v, ok := s.ids.Load(key); ok {
+		id = v.(int64)
+	} else {
+		if _, err := exec(ctx, sqlInsertInstance, key.Agent, key.Principal.Tenant, key.Principal.Name); err != nil {
+			return wrap("commit", err)
+		}
+		if err := tx.StmtContext(ctx, s.stmts[sqlInstance]).QueryRowContext(ctx, key.Agent, key.Principal.Tenant, key.Principal.Name).Scan(&id); err != nil {
+			return wrap("commit", err)
+		}
 	}
 	for _, o := range b.Observations {
-		res, err := tx.ExecContext(ctx, `INSERT INTO agent_observations (inst, seq, id, obs) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			id, o.Seq, o.ID, mustJSON(o))
+		res, err := exec(ctx, sqlInsertObs, id, o.Seq, o.ID, mustJSON(o))
 		if err != nil {
 			return wrap("commit", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)
 		}
-		if err := indexTerms(ctx, tx, id, o.Seq, o.Text); err != nil {
+		if err := indexTerms(ctx, exec, id, o.Seq, o.Text); err != nil {
 			return wrap("commit", err)
 		}
 	}
 	for _, x := range b.Beliefs {
-		if err := upsert(ctx, tx, "agent_beliefs", "belief", id, x.ID, x); err != nil {
+		if err := upsert(ctx, exec, sqlBelief, id, x.ID, x); err != nil {
 			return err
 		}
 	}
 	for _, x := range b.Goals {
-		if err := upsert(ctx, tx, "agent_goals", "goal", id, x.ID, x); err != nil {
+		if err := upsert(ctx, exec, sqlGoal, id, x.ID, x); err != nil {
 			return err
 		}
 	}
 	for _, x := range b.Reviews {
-		if err := upsert(ctx, tx, "agent_reviews", "review", id, x.ID, x); err != nil {
+		if err := upsert(ctx, exec, sqlReview, id, x.ID, x); err != nil {
 			return err
 		}
 	}
 	if b.Working != nil {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_working (inst, state) VALUES (?, ?)
-			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, mustJSON(b.Working)); err != nil {
+		if _, err := exec(ctx, sqlWorking, id, mustJSON(b.Working)); err != nil {
 			return wrap("commit", err)
 		}
 	}
 	if b.Capabilities != nil {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_capabilities (inst, state) VALUES (?, ?)
-			ON CONFLICT (inst) DO UPDATE SET state = excluded.state`, id, []byte(b.Capabilities)); err != nil {
+		if _, err := exec(ctx, sqlCapabilities, id, []byte(b.Capabilities)); err != nil {
 			return wrap("commit", err)
 		}
 	}
 	for _, v := range b.Policies {
-		res, err := tx.ExecContext(ctx, `INSERT INTO agent_policies (inst, version, policy) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
-			id, v.Version, mustJSON(v))
+		res, err := exec(ctx, sqlInsertPolicy, id, v.Version, mustJSON(v))
 		if err != nil {
 			return wrap("commit", err)
 		}
@@ -481,37 +545,36 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 		}
 	}
 	if b.Current > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE agent_instances SET policy = ? WHERE id = ?`, b.Current, id); err != nil {
+		if _, err := exec(ctx, sqlCurrent, b.Current, id); err != nil {
 			return wrap("commit", err)
 		}
 	}
 	if t := b.Turn; t != nil {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES (?, ?, ?, ?, ?)`,
-			id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
+		if _, err := exec(ctx, sqlInsertTurn, id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
 			return wrap("commit", err)
 		}
 	}
 	for _, t := range b.Turns {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_turns (inst, task, session, number, turn) VALUES (?, ?, ?, ?, ?)`,
-			id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
+		if _, err := exec(ctx, sqlInsertTurn, id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
 			return wrap("commit", err)
 		}
 	}
 	for _, d := range b.Sessions {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_sessions (inst, id, doc) VALUES (?, ?, ?)
-			ON CONFLICT (inst, id) DO UPDATE SET doc = excluded.doc`, id, d.ID, []byte(d.Doc)); err != nil {
+		if _, err := exec(ctx, sqlSession, id, d.ID, []byte(d.Doc)); err != nil {
 			return wrap("commit", err)
 		}
 	}
-	return wrap("commit", tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return wrap("commit", err)
+	}
+	s.ids.Store(key, id) // committed: the row is there for good
+	return nil
 }
 
-// upsert inserts or replaces item itemID of the instance in table, keeping its first order.
-func upsert(ctx context.Context, tx *sql.Tx, table, col string, inst int64, itemID string, v any) error {
-	q := `INSERT INTO ` + table + ` (inst, id, ord, ` + col + `)
-		VALUES (?1, ?2, (SELECT coalesce(max(ord), 0) + 1 FROM ` + table + ` WHERE inst = ?1), ?3)
-		ON CONFLICT (inst, id) DO UPDATE SET ` + col + ` = excluded.` + col
-	if _, err := tx.ExecContext(ctx, q, inst, itemID, mustJSON(v)); err != nil {
+// upsert inserts or replaces item itemID of the instance with q (an upsertSQL), keeping its
+// first order.
+func upsert(ctx context.Context, exec execer, q string, inst int64, itemID string, v any) error {
+	if _, err := exec(ctx, q, inst, itemID, mustJSON(v)); err != nil {
 		return fmt.Errorf("sqlitestore: save %s: %w", itemID, err)
 	}
 	return nil
