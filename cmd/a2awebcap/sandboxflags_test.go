@@ -40,29 +40,13 @@ func TestMain(m *testing.M) {
 func TestServeStarlarkPackages(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "ops", Use: "sig"}}})
-	keys := filepath.Join(dir, "keys.json")
-	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keys, sign := packageSigner(t, dir)
 	pkgs := filepath.Join(dir, "pkgs")
 	write := func(source string) {
-		pkg := filepath.Join(pkgs, "shout")
-		if err := os.MkdirAll(pkg, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		manifest := `{"name":"shout","version":"1","description":"shouts","contract":{},"runtime":"starlark","source":"capability.star",` +
 			`"strategy":{"minimum":"pre-approved","recommended":"pre-approved"},"methods":[{"name":"shout","description":"shout it",` +
 			`"params":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},"result":{"type":"string"}}]}`
-		for name, data := range map[string]string{"manifest.json": manifest, "capability.star": source} {
-			if err := os.WriteFile(filepath.Join(pkg, name), []byte(data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := capability.SignPackage(pkg, key, "ops"); err != nil {
-			t.Fatal(err)
-		}
+		sign(filepath.Join(pkgs, "shout"), manifest, source)
 	}
 	write("def shout(text):\n    return text.upper() + \"!\"\n")
 	c, err := parseServe([]string{"-capabilities", "shout,factory", "-capability-packages", pkgs, "-capability-keys", keys,
@@ -113,30 +97,14 @@ func TestServeStarlarkPackages(t *testing.T) {
 func TestServeClockForPackages(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "ops", Use: "sig"}}})
-	keys := filepath.Join(dir, "keys.json")
-	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pkg := filepath.Join(dir, "pkgs", "greeter")
-	if err := os.MkdirAll(pkg, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	keys, sign := packageSigner(t, dir)
 	manifest := `{"name":"greeter","version":"1","description":"Greets people, politely and by the clock","runtime":"starlark",` +
 		`"source":"capability.star","contract":{"reads":["clock:now"]},"strategy":{"minimum":"contract","recommended":"contract"},` +
 		`"methods":[{"name":"greet","description":"Greet someone","params":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"result":{"type":"string"}}]}`
 	source := "load(\"clock\", \"now\")\n\ndef greet(name):\n    hour = int(now()[\"time\"][11:13])\n" +
 		"    part = \"morning\" if hour < 12 else \"afternoon\" if hour < 18 else \"evening\"\n" +
 		"    return \"Good %s, %s.\" % (part, name.strip().title())\n"
-	for name, data := range map[string]string{"manifest.json": manifest, "capability.star": source} {
-		if err := os.WriteFile(filepath.Join(pkg, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := capability.SignPackage(pkg, key, "ops"); err != nil {
-		t.Fatal(err)
-	}
+	sign(filepath.Join(dir, "pkgs", "greeter"), manifest, source)
 	c, err := parseServe([]string{"-capabilities", "clock,greeter", "-capability-packages", filepath.Join(dir, "pkgs"),
 		"-capability-keys", keys, "-capability-preinstall", "clock,greeter"})
 	if err != nil {
@@ -183,5 +151,32 @@ func TestReflectFlags(t *testing.T) {
 	c, _ = parseServe([]string{"-reflect-every", "1h"})
 	if err := c.reflect.apply(&agent.Definition{}); err == nil {
 		t.Error("-reflect-every without -reflect was accepted")
+	}
+}
+
+// packageSigner makes a signing key in dir and the trusted-keys file naming it (keys), and
+// returns sign, which writes a Starlark package (its manifest and capability.star) to pkg and
+// signs it with that key.
+func packageSigner(t *testing.T, dir string) (keys string, sign func(pkg, manifest, source string)) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "ops", Use: "sig"}}})
+	keys = filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return keys, func(pkg, manifest, source string) {
+		t.Helper()
+		if err := os.MkdirAll(pkg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range map[string]string{"manifest.json": manifest, "capability.star": source} {
+			if err := os.WriteFile(filepath.Join(pkg, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := capability.SignPackage(pkg, key, "ops"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
