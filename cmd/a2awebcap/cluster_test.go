@@ -618,7 +618,13 @@ func TestClusterNATSRestart(t *testing.T) {
 		defer close(done)
 		tr.take(cb.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}), func() { close(first) })
 	}()
-	<-first
+	select {
+	case <-first:
+	case <-done:
+		t.Fatalf("the stream on b ended before the task worked: %v", tr.errs)
+	case <-ctx.Done():
+		t.Fatal("the stream on b never saw the task work")
+	}
 	srv.Stop()
 	waitReadyz(t, b.addr, http.StatusServiceUnavailable, "NATS unavailable")
 	time.Sleep(1500 * time.Millisecond) // a second or so of events while NATS is down
@@ -685,14 +691,14 @@ func TestClusterQuota(t *testing.T) {
 	// (a2a-go's JSON-RPC client says only the HTTP status of the refusal.)
 	refused := func(err error) bool { return err != nil && strings.Contains(err.Error(), "429 Too Many Requests") }
 	alice := []*client.Client{clientOf(reps[0], "ka"), clientOf(reps[1], "ka"), clientOf(reps[2], "ka")}
-	if _, err := start(alice[0], "wait 30"); err != nil {
+	if _, err := start(alice[0], "wait 60"); err != nil {
 		t.Fatal(err)
 	}
 	short, err := start(alice[1], "wait 1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := start(alice[2], "wait 30"); !refused(err) {
+	if _, err := start(alice[2], "wait 60"); !refused(err) {
 		t.Fatalf("alice's third task, on a third replica: %v, want QUOTA_EXCEEDED", err)
 	}
 	if _, err := start(clientOf(reps[2], "kb"), "wait 1"); err != nil {
@@ -711,8 +717,9 @@ func TestClusterQuota(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	var third a2a.TaskID
+	deadline = time.Now().Add(30 * time.Second)
 	for {
-		if third, err = start(alice[2], "wait 30"); err == nil {
+		if third, err = start(alice[2], "wait 60"); err == nil {
 			break
 		}
 		if !refused(err) || time.Now().After(deadline) {
@@ -720,13 +727,14 @@ func TestClusterQuota(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // the slot comes back as the replica sees the task end
 	}
-	if _, err := start(alice[1], "wait 30"); !refused(err) {
+	if _, err := start(alice[1], "wait 60"); !refused(err) {
 		t.Fatalf("alice's task over the quota again: %v, want QUOTA_EXCEEDED", err)
 	}
 	// q1, which holds one of alice's slots, dies: its slot comes back once its heartbeat expired.
 	reps[0].kill()
+	deadline = time.Now().Add(30 * time.Second)
 	for {
-		if _, err = start(alice[1], "wait 30"); err == nil {
+		if _, err = start(alice[1], "wait 60"); err == nil {
 			break
 		}
 		if !refused(err) || time.Now().After(deadline) {
