@@ -463,7 +463,10 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 // every event in order; a replica started later leaves its peers' running tasks alone.
 func TestClusterThreeReplicas(t *testing.T) {
 	env := newClusterEnv(t)
-	reps := []*replicaProc{env.start(t, "r1"), env.start(t, "r2"), env.start(t, "r3")}
+	// Two-second leases (renewed every 667 ms, recovery every second): no takeover is meant to
+	// happen here, and a renewal late by a second on a loaded machine must not make one.
+	lease := []string{"-lease", "2s"}
+	reps := []*replicaProc{env.start(t, "r1", lease...), env.start(t, "r2", lease...), env.start(t, "r3", lease...)}
 	cs := make([]*client.Client, len(reps))
 	for i, r := range reps {
 		c, err := client.New(t.Context(), "http://"+r.addr, &client.Options{Binding: "jsonrpc"})
@@ -509,7 +512,7 @@ func TestClusterThreeReplicas(t *testing.T) {
 		}
 	}
 	// Meanwhile a fourth replica starts, and goes through a few recovery rounds.
-	late := env.start(t, "late")
+	late := env.start(t, "late", lease...)
 	time.Sleep(2 * time.Second)
 	st, err := postgres.Open(t.Context(), env.db, nil)
 	if err != nil {
