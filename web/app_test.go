@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
@@ -25,6 +27,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/internal/stacktest"
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
 	"github.com/a2awebcap/a2awebcap/web"
@@ -56,6 +59,8 @@ type appOptions struct {
 	listener net.Listener
 	store    store.Store
 	def      *agent.Definition // the agent; nil: the Assistant policy with the steered model
+	// secure, when set, declares schemes on the card and returns the authenticator for them.
+	secure func(card *a2a.AgentCard) binding.Authenticator
 }
 
 type appServer struct {
@@ -86,6 +91,9 @@ func startApp(t *testing.T, o appOptions) *appServer {
 		}
 		auth.Declare(card, key)
 		hopts.Authenticate = auth.Any(key)
+	}
+	if o.secure != nil {
+		hopts.Authenticate = o.secure(card)
 	}
 	srv := a2atest.Start(t, &a2atest.Options{
 		Executor: agent.Executor(h), Card: card, HTTP: hopts, Store: o.store, Listener: o.listener,
@@ -566,4 +574,71 @@ func TestAppApprovesACapabilityCall(t *testing.T) {
 		a.fail("the refused call wrote its file")
 	}
 	a.shot("approval-refused")
+}
+
+// A card declaring three schemes: the dialog offers each, in the card's order; signing in
+// with a user name and password (Basic) works, signing out forgets it, and a bearer token
+// works too.
+func TestAppSignsInWithEachScheme(t *testing.T) {
+	t.Parallel()
+	hash, err := bcrypt.GenerateFromPassword([]byte("bob's password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startApp(t, appOptions{secure: func(card *a2a.AgentCard) binding.Authenticator {
+		key, err := auth.NewAPIKey("key", a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: "X-API-Key"}, map[string]string{"k1": "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		basic, err := auth.NewBasic("basic", map[string]string{"bob": string(hash)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth.Declare(card, key, basic)
+		// A bearer scheme, declared as an operator's JWT or introspection scheme would be.
+		card.SecuritySchemes["token"] = a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}
+		card.SecurityRequirements = append(card.SecurityRequirements, a2a.SecurityRequirements{"token": {}})
+		others, bearer := auth.Any(key, basic), stacktest.Bearer(map[string]string{"carol-token": "carol"})
+		return func(ctx context.Context, h http.Header) (*a2asrv.User, error) {
+			if strings.HasPrefix(h.Get("Authorization"), "Bearer ") {
+				return bearer(ctx, h)
+			}
+			return others(ctx, h)
+		}
+	}})
+	a := openApp(t, s.URL, "", "signin")
+	if got := a.js(`[...document.querySelectorAll("#schemes label")].map(l => l.textContent).join("|")`); got != "API key (X-API-Key)|user name and password|bearer token" {
+		a.fail("the sign-in dialog offers %q", got)
+	}
+	a.must(a.click(`#schemes input[value="1"]`))
+	a.wait(`!document.querySelector("#f-basic").hidden && document.querySelector("#f-key").hidden`)
+	a.must(a.typeText("#user", "bob"))
+	a.must(a.typeText("#password", "bob's password"))
+	a.shot("signin-basic")
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.body.dataset.state === "ready" && !document.querySelector("#signin").open`)
+	if got := a.js(`document.querySelector("#who").textContent`); got != "bob (password)" {
+		a.fail("signed in as %q", got)
+	}
+	a.say("echo hi bob")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+
+	a.must(a.click("#signout"))
+	a.wait(`document.body.dataset.state === "signin"`)
+	if got := a.js(`sessionStorage.getItem("a2awebcap.credentials") ?? "none"`); got != "none" {
+		a.fail("after sign-out sessionStorage keeps %q", got)
+	}
+	a.must(a.click(`#schemes input[value="2"]`))
+	a.must(a.typeText("#token", "carol-token"))
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.body.dataset.state === "ready"`)
+	if n := a.js(`String(document.querySelectorAll("#conversations li").length)`); n != "0" {
+		a.fail("carol sees %s conversations, bob's included", n)
+	}
+	a.say("echo hi carol")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "hi carol" {
+		a.fail("carol's answer is %q", got)
+	}
+	a.shot("signin-bearer")
 }
