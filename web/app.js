@@ -268,8 +268,16 @@ class Turn {
     this.end(state);
   }
 
+  // fill shows, in a bubble the task ended without a word in, its first artifact.
+  fill() {
+    if (this.shown !== "" || this.body.childNodes.length > 0) return;
+    const first = [...app.artifacts.values()].find((x) => x.taskId === this.id);
+    if (first) this.body.replaceChildren(partsNode(first.artifact.parts));
+  }
+
   end(state) {
     setStatus("");
+    this.fill();
     this.ended = FINAL.has(state) || state === "";
     if (INTERRUPTED.has(state)) {
       app.waiting = this;
@@ -450,7 +458,10 @@ async function openConversation(contextId) {
       if (!task.status?.message && seg.agent && turn.shown === "") turn.setText(textOf(seg.agent));
       if (INTERRUPTED.has(task.status?.state)) turn.end(task.status.state);
       else if (!FINAL.has(task.status?.state)) follow(turn, (s, obs) => s.subscribeToTask({ id: task.id }, obs));
-      else turn.ended = true;
+      else {
+        turn.ended = true;
+        turn.fill();
+      }
     });
   }
   refreshSide();

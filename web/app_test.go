@@ -26,6 +26,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/client"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
 	"github.com/a2awebcap/a2awebcap/internal/stacktest"
 	"github.com/a2awebcap/a2awebcap/store"
@@ -641,4 +642,64 @@ func TestAppSignsInWithEachScheme(t *testing.T) {
 		a.fail("carol's answer is %q", got)
 	}
 	a.shot("signin-bearer")
+}
+
+// A file attached to a message is sent as a file part (the transcript, reloaded from the
+// server, shows it); an artifact other than the streamed answer is a chip under its bubble
+// that opens the Artifacts panel.
+func TestAppSendsFilesAndShowsArtifacts(t *testing.T) {
+	t.Parallel()
+	srv := a2atest.Start(t, &a2atest.Options{WrapHTTP: func(a2aHTTP http.Handler) http.Handler {
+		mux := http.NewServeMux()
+		mux.Handle("GET /web/", http.StripPrefix("/web/", web.Handler()))
+		mux.Handle("/", a2aHTTP)
+		return mux
+	}})
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("my notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := openApp(t, srv.URL, "", "ready")
+	a.must(a.setFiles("#files", file))
+	a.say("hello with a file")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(`document.querySelector("#transcript .bubble.user a.file")?.textContent ?? ""`); got != "⬇ notes.txt" {
+		a.fail("the user's bubble shows the file as %q", got)
+	}
+	chip := `#transcript .bubble.agent .chips .chip`
+	a.wait(`document.querySelector("` + chip + `")`)
+	a.must(a.click(chip))
+	a.wait(`!document.querySelector("#tab-artifacts").hidden && document.querySelector("#artifact-list li")?.textContent.includes("echo: hello with a file")`)
+	a.shot("artifacts")
+
+	a.must(a.reload())
+	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(`document.querySelector("#transcript .bubble.user a.file")?.textContent ?? ""`); got != "⬇ notes.txt" {
+		a.fail("reloaded from the server, the user's bubble shows the file as %q", got)
+	}
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "echo: hello with a file" {
+		a.fail("a task that said nothing but its artifact shows %q", got)
+	}
+	if got := a.js(`(l => l.href.slice(0, 5) + " " + l.download)(document.querySelector("#transcript .bubble.user a.file"))`); got != "blob: notes.txt" {
+		a.fail("the file's download link is %q, want a blob: URL saving notes.txt", got)
+	}
+	// What the server holds: the message's file part, bytes and name.
+	c, err := client.New(t.Context(), srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	res, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{})
+	if err != nil || len(res.Tasks) != 1 || len(res.Tasks[0].History) == 0 {
+		t.Fatalf("ListTasks() = %+v, %v", res, err)
+	}
+	var sent []string
+	for _, p := range res.Tasks[0].History[0].Parts {
+		if raw, ok := p.Content.(a2a.Raw); ok {
+			sent = append(sent, p.Filename+"="+string(raw))
+		}
+	}
+	if strings.Join(sent, ",") != "notes.txt=my notes" {
+		t.Errorf("the server holds the file parts %q", sent)
+	}
 }

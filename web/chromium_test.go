@@ -324,3 +324,16 @@ func (p *page) await(expr string) (string, error) {
 	s, _ := res.Result.Value.(string)
 	return s, nil
 }
+
+// setFiles sets the files of the file input selector names, as a user choosing them does.
+func (p *page) setFiles(selector string, paths ...string) error {
+	var doc struct{ Root struct{ NodeID int } }
+	if err := p.b.call(p.session, "DOM.getDocument", nil, &doc); err != nil {
+		return err
+	}
+	var node struct{ NodeID int }
+	if err := p.b.call(p.session, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector}, &node); err != nil {
+		return err
+	}
+	return p.b.call(p.session, "DOM.setFileInputFiles", map[string]any{"nodeId": node.NodeID, "files": paths}, nil)
+}
