@@ -67,7 +67,7 @@ func (s *stepper) runCount(id a2a.TaskID) int {
 
 // running returns how many executions are under way, once those that are stopping stopped.
 func (s *stepper) running() int {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		s.mu.Lock()
 		n := s.active
@@ -319,7 +319,7 @@ func TestClusterTakesOverADeadReplicasTask(t *testing.T) {
 			b := replica(t, exB, st, "b", nil)
 
 			// The client streams from a, and has seen the first step.
-			sctx, stopStream := context.WithCancel(ctx)
+			sctx, stopStream := context.WithTimeout(ctx, time.Minute)
 			var seen []a2a.Event
 			next, stop := iter.Pull2(a.SendStreamingMessage(sctx, msg("steps 3 dies")))
 			for len(statusTexts(seen)) < 2 {
@@ -351,7 +351,7 @@ func TestClusterTakesOverADeadReplicasTask(t *testing.T) {
 			if resumable {
 				// b takes over once the lease expired (within a lease time and a recovery
 				// period) and the agent runs again there; its steps go on.
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.Now().Add(30 * time.Second)
 				for exB.runCount(task.ID) < 1 {
 					if time.Now().After(deadline) {
 						t.Fatal("the task was not resumed")
@@ -397,7 +397,9 @@ func TestClusterStreamsOtherReplicasTasks(t *testing.T) {
 	task := startSteps(t, a, ctx, 5, "far")
 	// The subscription is open (it has the task) before the first step: a task that finished
 	// first could not be subscribed to.
-	next, stop := iter.Pull2(b.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+	sctx, cancelSub := context.WithTimeout(ctx, time.Minute)
+	defer cancelSub()
+	next, stop := iter.Pull2(b.SubscribeToTask(sctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
 	defer stop()
 	ev, err, ok := next()
 	if err != nil || !ok {
@@ -473,7 +475,7 @@ func TestClusterCloseHandsOver(t *testing.T) {
 
 func waitText(t *testing.T, e *engine.Engine, ctx context.Context, id a2a.TaskID, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got, err := e.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
 		if err == nil && text(got.Status.Message) == want {
@@ -497,7 +499,9 @@ func TestClusterCancelFromAnotherReplica(t *testing.T) {
 	a := replica(t, ex, st, "a", nil)
 	b := replica(t, ex, st, "b", nil)
 	task := startSteps(t, a, ctx, 3, "cancel")
-	next, stop := iter.Pull2(a.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+	sctx, cancelSub := context.WithTimeout(ctx, time.Minute) // a stream that never ends fails
+	defer cancelSub()
+	next, stop := iter.Pull2(a.SubscribeToTask(sctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
 	defer stop()
 	if ev, err, _ := next(); err != nil {
 		t.Fatalf("subscription on a: %v, %v", ev, err)
@@ -579,7 +583,7 @@ func TestClusterLostLeaseStopsTheRun(t *testing.T) {
 	task := startSteps(t, a, ctx, 2, "cut")
 	cut.noRenewal.Store(true)
 	b := replica(t, exB, st, "b", nil)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for exB.runCount(task.ID) < 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("b did not take the task over")
@@ -616,7 +620,7 @@ func TestDrainLetsRunningTasksFinish(t *testing.T) {
 			ctx := as(t.Context(), "alice")
 			task := startSteps(t, e, ctx, 1, "drain")
 			drained := make(chan error, 1)
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			go func() { drained <- e.Drain(dctx) }()
 			waitDraining(t, e)
@@ -645,7 +649,7 @@ func TestDrainLetsRunningTasksFinish(t *testing.T) {
 // waitDraining waits until e reports that it drains.
 func waitDraining(t *testing.T, e *engine.Engine) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !errors.Is(e.Ready(t.Context()), engine.ErrDraining) {
 		if time.Now().After(deadline) {
 			t.Fatal("the engine never said it drains")
@@ -771,7 +775,9 @@ func TestClusterFanoutGapsAndRepeats(t *testing.T) {
 	b := replica(t, ex, st, "b", c)
 	ctx := as(t.Context(), "alice")
 	task := startSteps(t, a, ctx, 8, "hub")
-	next, stop := iter.Pull2(b.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
+	sctx, cancelSub := context.WithTimeout(ctx, time.Minute) // a stream that never ends fails
+	defer cancelSub()
+	next, stop := iter.Pull2(b.SubscribeToTask(sctx, &a2a.SubscribeToTaskRequest{ID: task.ID}))
 	defer stop()
 	ev, err, _ := next()
 	if err != nil {

@@ -269,7 +269,7 @@ func TestReturnImmediately(t *testing.T) {
 
 func waitState(t *testing.T, e *engine.Engine, ctx context.Context, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got, err := e.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
 		if err == nil && got.Status.State == want {
