@@ -60,7 +60,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		if ec.Message != nil {
 			msgID, meta = ec.Message.ID, ec.Message.Metadata
 		}
-		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta})
+		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta, trace: traceContext(ec.ServiceParams)})
 		if err != nil {
 			yield(nil, err) // nothing is emitted yet, so the request fails
 			return
@@ -167,6 +167,21 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			}
 		}
 	}
+}
+
+// traceContext is the W3C trace context (traceparent, tracestate) of a request, as its service
+// parameters carry it: an HTTP header, gRPC metadata, a capnweb call's params.
+func traceContext(sp *a2asrv.ServiceParams) [2]string {
+	if sp == nil {
+		return [2]string{}
+	}
+	var tc [2]string
+	for i, k := range []string{"traceparent", "tracestate"} {
+		if v, ok := sp.Get(k); ok && len(v) > 0 && len(v[0]) <= 512 {
+			tc[i] = v[0]
+		}
+	}
+	return tc
 }
 
 // endEvent is the final status of a turn that ended with res.

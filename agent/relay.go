@@ -141,6 +141,17 @@ func TurnMetadata(ctx context.Context) map[string]any {
 	return t.opts.meta
 }
 
+// TurnTraceContext returns the W3C trace context of the request that started the turn ctx
+// belongs to: its traceparent and tracestate service parameters ("" when it had none, or
+// outside a turn).
+func TurnTraceContext(ctx context.Context) (traceparent, tracestate string) {
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	if t == nil {
+		return "", ""
+	}
+	return t.opts.trace[0], t.opts.trace[1]
+}
+
 // TurnValue returns the value under key of the turn ctx belongs to, made by init the first
 // time it is asked for: state that lives as long as the turn (what the calls one message
 // causes may still spend, say). Outside a turn it returns init() each time.

@@ -57,6 +57,7 @@ type turnOptions struct {
 	bound   bool           // canceled with the caller's context (the executor), not detached (Ask)
 	message string         // the A2A message ID
 	meta    map[string]any // the A2A message's metadata (TurnMetadata)
+	trace   [2]string      // the request's W3C traceparent and tracestate (TurnTraceContext)
 }
 
 type turn struct {

@@ -250,6 +250,7 @@ func (h *holder) call(ctx context.Context, c *capability.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx = withTrace(ctx)
 	ctx, cancel := context.WithTimeoutCause(ctx, h.s.timeout, fmt.Errorf("a2a: the call to %s took longer than %s", strings.TrimSuffix(base, "/"), h.s.timeout))
 	defer cancel()
 	cn, err := h.pool.get(ctx, c, cardURL)

@@ -30,17 +30,31 @@ var bindings = []client.Binding{client.BindingCapnweb, client.BindingJSONRPC, cl
 // recorder is the test agent, recording the metadata of every message it receives.
 type recorder struct {
 	*a2atest.Agent
-	mu   sync.Mutex
-	meta []map[string]any
+	mu    sync.Mutex
+	meta  []map[string]any
+	trace []string // each message's traceparent service parameter
 }
 
 func (r *recorder) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	r.mu.Lock()
 	if ec.Message != nil {
 		r.meta = append(r.meta, ec.Message.Metadata)
+		tp := ""
+		if ec.ServiceParams != nil {
+			if v, ok := ec.ServiceParams.Get("traceparent"); ok && len(v) > 0 {
+				tp = v[0]
+			}
+		}
+		r.trace = append(r.trace, tp)
 	}
 	r.mu.Unlock()
 	return r.Agent.Execute(ctx, ec)
+}
+
+func (r *recorder) traces() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.trace...)
 }
 
 func (r *recorder) metas() []map[string]any {
@@ -153,7 +167,12 @@ func startCallerDef(t testing.TB, s peer.Settings, def *agent.Definition, o *pee
 
 func dial(t *testing.T, u, token string) *client.Client {
 	t.Helper()
-	c, err := client.New(t.Context(), u, &client.Options{Binding: client.BindingJSONRPC, Header: http.Header{"Authorization": {"Bearer " + token}}})
+	return dialWith(t, u, http.Header{"Authorization": {"Bearer " + token}})
+}
+
+func dialWith(t *testing.T, u string, h http.Header) *client.Client {
+	t.Helper()
+	c, err := client.New(t.Context(), u, &client.Options{Binding: client.BindingJSONRPC, Header: h})
 	if err != nil {
 		t.Fatalf("client.New(%s) = %v", u, err)
 	}
@@ -209,7 +228,8 @@ func final(evs []a2a.Event) (a2a.TaskState, string) {
 
 // The callee's events stream into the caller's task as they arrive, in order, each with its
 // provenance, whichever binding the callee's card leaves the caller; the result is an
-// observation from the callee, and the callee's message carries hops, chain and budget.
+// observation from the callee, and the callee's message carries hops, chain and budget, and
+// the caller's request's trace ID.
 func TestRelayOverEveryBinding(t *testing.T) {
 	t.Parallel()
 	for _, b := range bindings {
@@ -221,7 +241,8 @@ func TestRelayOverEveryBinding(t *testing.T) {
 			for range 3 {
 				ce.rec.Step("k")
 			}
-			c := dial(t, srv.URL, "ta")
+			const traceID, span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+			c := dialWith(t, srv.URL, http.Header{"Authorization": {"Bearer ta"}, "Traceparent": {"00-" + traceID + "-" + span + "-01"}})
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			evs := events(t, ctx, c, "ask steps k 3", "")
@@ -263,6 +284,9 @@ func TestRelayOverEveryBinding(t *testing.T) {
 			m := metas[0]
 			if fmt.Sprint(m[peer.HopsKey], m[peer.BudgetKey]) != "1 7" {
 				t.Errorf("callee's message hops, budget = %v %v, want 1 7 (16 - 1, halved)", m[peer.HopsKey], m[peer.BudgetKey])
+			}
+			if tp := ce.rec.traces()[0]; !strings.HasPrefix(tp, "00-"+traceID+"-") || strings.Contains(tp, span) || !strings.HasSuffix(tp, "-01") {
+				t.Errorf("callee's traceparent = %q, want trace %s under a new parent span", tp, traceID)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"google.golang.org/grpc"
 
 	"github.com/a2awebcap/a2awebcap/agent/capability"
@@ -264,7 +265,7 @@ func (p *pool) dial(ctx context.Context, c *capability.Call, cardURL string) (*c
 		return nil, fmt.Errorf("a2a: the card of %s lists no interface", cardURL)
 	}
 	dialer := func(ctx context.Context, addr string) (net.Conn, error) { return p.guard.DialContext(ctx, "tcp", addr) }
-	opts := &client.Options{Header: p.header(cardURL), HTTPClient: p.hc,
+	opts := &client.Options{Header: p.header(cardURL), HTTPClient: p.hc, Interceptors: []a2aclient.CallInterceptor{traceInterceptor{}},
 		GRPCDialOptions: []grpc.DialOption{grpc.WithContextDialer(dialer)}}
 	cl, err := client.NewFromCard(ctx, &cp, opts)
 	if err != nil {
