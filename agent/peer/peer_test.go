@@ -73,7 +73,12 @@ type callee struct {
 func startCallee(t testing.TB, b client.Binding) *callee {
 	t.Helper()
 	rec := &recorder{Agent: a2atest.NewAgent()}
-	srv := a2atest.Start(t, &a2atest.Options{Executor: rec, WrapHTTP: func(h http.Handler) http.Handler {
+	return &callee{srv: a2atest.Start(t, &a2atest.Options{Executor: rec, WrapHTTP: onlyBinding(b)}), rec: rec}
+}
+
+// onlyBinding serves the agent card with binding b's interface only.
+func onlyBinding(b client.Binding) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/.well-known/agent-card.json") {
 				h.ServeHTTP(w, r)
@@ -101,8 +106,7 @@ func startCallee(t testing.TB, b client.Binding) *callee {
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(card)
 		})
-	}})
-	return &callee{srv: srv, rec: rec}
+	}
 }
 
 // allow is the contract for the callee's origins (HTTP and gRPC).
@@ -520,4 +524,76 @@ func TestTimeoutCancelsCallee(t *testing.T) {
 	}
 	defer cc.Destroy()
 	a2atest.WaitTask(t, cc, a2a.TaskID(calleeTask), func(tk *a2a.Task) bool { return tk.Status.State == a2a.TaskStateCanceled })
+}
+
+// A header credential, read from the environment, authenticates every call on every binding;
+// the secret is in no result, log or audit record the caller keeps.
+func TestHeaderCredential(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cret-token-for-the-callee"
+	auth := func(_ context.Context, h http.Header) (*a2asrv.User, error) {
+		if h.Get("Authorization") != "Bearer "+secret {
+			return nil, a2a.ErrUnauthenticated
+		}
+		return a2asrv.NewAuthenticatedUser("writer-bot", nil), nil
+	}
+	for _, b := range bindings {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			rec := &recorder{Agent: a2atest.NewAgent()}
+			users := make(chan string, 4)
+			callee := a2atest.Start(t, &a2atest.Options{Executor: userRecorder{rec, users}, HTTP: &binding.Options{Authenticate: auth},
+				GRPC: &binding.GRPCOptions{Authenticate: auth}, WrapHTTP: onlyBinding(b)})
+			s := peer.Settings{Allow: []string{callee.URL, "http://" + callee.GRPCAddr}, Networks: []string{"127.0.0.1/32"},
+				Credentials: []peer.Credential{{Prefix: callee.URL + "/", Header: "Authorization", Scheme: "Bearer", Env: "CALLEE_TOKEN"}}}
+			srv, h := startCallerWith(t, s, callerRules(callee.URL), &peer.Options{Getenv: func(k string) string {
+				if k == "CALLEE_TOKEN" {
+					return secret
+				}
+				return ""
+			}})
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			evs := events(t, ctx, dial(t, srv.URL, "ta"), "ask hello", "")
+			if st, text := final(evs); st != a2a.TaskStateCompleted || !strings.Contains(text, "echo: hello") || !strings.Contains(text, `"binding":"`+string(b)+`"`) {
+				t.Fatalf("authenticated call: %s %q", st, text)
+			}
+			select {
+			case u := <-users:
+				if u != "writer-bot" {
+					t.Errorf("callee saw principal %q, want writer-bot", u)
+				}
+			default:
+				t.Error("the callee ran nothing")
+			}
+			recs, err := h.Audit().Records(ctx, capability.AuditQuery{All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := json.Marshal(recs)
+			for _, ev := range evs {
+				d, _ := json.Marshal(ev)
+				data = append(data, d...)
+			}
+			if strings.Contains(string(data), secret) || len(recs) == 0 {
+				t.Errorf("the secret is in the caller's audit log or task (%d records)", len(recs))
+			}
+		})
+	}
+}
+
+// userRecorder records the principal of each task it runs.
+type userRecorder struct {
+	*recorder
+	users chan string
+}
+
+func (u userRecorder) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	if ec.User != nil {
+		select {
+		case u.users <- ec.User.Name:
+		default:
+		}
+	}
+	return u.recorder.Execute(ctx, ec)
 }
