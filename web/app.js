@@ -758,7 +758,7 @@ async function showPolicy(li, who) {
   const reviews = el("ul", { className: "reviews" });
   for (const r of p.reviews ?? []) {
     const pr = r.proposal ?? {};
-    const item = el("li", { dataset: { review: r.id, status: r.status } }, el("div", null, el("strong", null, `${pr.Op ?? ""} ${pr.Rule?.Name ?? ""}`), ` · ${r.status}`), el("p", null, pr.Justification ?? ""), el("details", null, el("summary", null, "rule"), el("pre", null, JSON.stringify(pr.Rule ?? {}, null, 2))));
+    const item = el("li", { dataset: { review: r.id, status: r.status } }, el("div", null, el("strong", null, `${pr.Op ?? ""} ${pr.Rule?.name ?? ""}`), ` · ${r.status}`), el("p", null, pr.Justification ?? ""), el("details", null, el("summary", null, "rule"), el("pre", null, JSON.stringify(pr.Rule ?? {}, null, 2))));
     if (r.reason) item.append(el("p", null, `reason: ${r.reason}`));
     if (r.status === "pending") {
       const reason = el("input", { type: "text", placeholder: "reason (required to reject)", "aria-label": `reason to reject ${r.id}` });
@@ -816,7 +816,7 @@ async function submitSignIn(e) {
   const s = schemes[i];
   const given = { key: $("#key").value, token: $("#token").value, user: $("#user").value, password: $("#password").value };
   const headers = headersFor(s, given);
-  const who = s.kind === "basic" ? `${given.user} (password)` : s.kind === "apikey" ? "API key" : "token";
+  const who = s.kind === "basic" ? `${given.user} (password)` : s.kind === "apikey" ? "API key" : s.label;
   $("#signin-error").textContent = "Signing in…";
   try {
     await app.conn.signIn(who, headers);
@@ -940,6 +940,7 @@ async function showTabs() {
       show("operator", false);
     }
   }
+  document.body.dataset.tabs = "shown";
 }
 
 async function start() {

@@ -56,16 +56,18 @@ func (m *steeredModel) Complete(ctx context.Context, _ []agent.ChatMessage, _ []
 
 // appOptions configure startApp. The zero value: no authentication, a memory store, a new port.
 type appOptions struct {
-	apiKeys  map[string]string // key → principal; when set, the server requires one (X-API-Key)
-	listener net.Listener
-	store    store.Store
-	def      *agent.Definition // the agent; nil: the Assistant policy with the steered model
+	apiKeys   map[string]string // key → principal; when set, the server requires one (X-API-Key)
+	listener  net.Listener
+	store     store.Store
+	def       *agent.Definition // the agent; nil: the Assistant policy with the steered model
+	operators []string          // the server's operators (the operator extension), if any
 	// secure, when set, declares schemes on the card and returns the authenticator for them.
 	secure func(card *a2a.AgentCard) binding.Authenticator
 }
 
 type appServer struct {
 	URL   string
+	host  *agent.Host
 	model *steeredModel
 	srv   *a2atest.Server
 }
@@ -96,6 +98,9 @@ func startApp(t *testing.T, o appOptions) *appServer {
 	if o.secure != nil {
 		hopts.Authenticate = o.secure(card)
 	}
+	if o.operators != nil {
+		hopts.Operator = h.Operator(o.operators)
+	}
 	srv := a2atest.Start(t, &a2atest.Options{
 		Executor: agent.Executor(h), Card: card, HTTP: hopts, Store: o.store, Listener: o.listener,
 		WrapHTTP: func(a2aHTTP http.Handler) http.Handler {
@@ -105,7 +110,7 @@ func startApp(t *testing.T, o appOptions) *appServer {
 			return mux
 		},
 	})
-	return &appServer{URL: srv.URL, model: m, srv: srv}
+	return &appServer{URL: srv.URL, host: h, model: m, srv: srv}
 }
 
 // appPage is the web app in one tab of a fresh headless Chromium.
@@ -701,5 +706,76 @@ func TestAppSendsFilesAndShowsArtifacts(t *testing.T) {
 	}
 	if strings.Join(sent, ",") != "notes.txt=my notes" {
 		t.Errorf("the server holds the file parts %q", sent)
+	}
+}
+
+// bearerCard declares an HTTP bearer scheme on card and returns an authenticator of tokens
+// (token → principal).
+func bearerCard(tokens map[string]string) func(card *a2a.AgentCard) binding.Authenticator {
+	return func(card *a2a.AgentCard) binding.Authenticator {
+		card.SecuritySchemes = a2a.NamedSecuritySchemes{"token": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
+		card.SecurityRequirements = []a2a.SecurityRequirements{{"token": {}}}
+		return stacktest.Bearer(tokens)
+	}
+}
+
+// An operator reviews a proposal to change alice's rules: the Operator tab lists the
+// instances, shows alice's policy with the pending review; Reject without a reason is refused
+// in place, Approve puts version 2 in force, Roll back version 1. Alice sees no Operator tab.
+func TestAppOperatorReviewsProposals(t *testing.T) {
+	t.Parallel()
+	pol := agent.Notes()
+	pol.Limits.Approval = []agent.Action{agent.Reply}
+	s := startApp(t, appOptions{
+		def:       &agent.Definition{Name: "notes", Policy: pol},
+		secure:    bearerCard(map[string]string{"opr-token": "opr", "alice-token": "alice"}),
+		operators: []string{"opr"},
+	})
+	alice, err := s.host.Instance(t.Context(), agent.Principal{Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := alice.Ask(t.Context(), agent.UserText("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	greet := agent.Rule{Name: "greet", When: `command == "hello"`, Action: agent.Reply, Params: map[string]string{"text": `"Hello!"`}, Reason: "users greet"}
+	d, err := alice.Propose(t.Context(), agent.Proposal{Op: agent.OpAdd, Rule: greet, Justification: "users greet", Evidence: []string{run.Observation}})
+	if err != nil || d.Pending == "" {
+		t.Fatalf("Propose() = %+v, %v", d, err)
+	}
+
+	a := openApp(t, s.URL, "", "signin")
+	a.must(a.typeText("#token", "opr-token"))
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.body.dataset.state === "ready" && !document.querySelector('[role=tab][data-tab=operator]').hidden`)
+	a.must(a.click(`[role=tab][data-tab=operator]`))
+	a.wait(`document.querySelector('#operator li[data-principal="alice"] button')`)
+	a.must(a.click(`#operator li[data-principal="alice"] button`))
+	review := `#operator li[data-review="` + d.Pending + `"]`
+	a.wait(`document.querySelector('` + review + `')?.dataset.status === "pending"`)
+	if got := a.js(`document.querySelector('` + review + ` strong').textContent`); got != "add greet" {
+		a.fail("the review shows %q", got)
+	}
+	a.must(a.click(review + ` .reject`))
+	a.wait(`document.querySelector("#operator .policy [role=status]").textContent === "A rejection needs a reason."`)
+	a.shot("operator-review")
+	a.must(a.click(review + ` .approve`))
+	a.wait(`document.querySelector("#operator .policy [role=status]")?.textContent === "Version 2 in force."`)
+	if got := a.js(`document.querySelector('` + review + `').dataset.status`); got != "approved" {
+		a.fail("after Approve the review is %q", got)
+	}
+	a.must(a.click(`#operator .policy .rollback`))
+	a.wait(`document.querySelector("#operator .policy [role=status]")?.textContent === "Version 1 in force."`)
+	a.shot("operator-rolled-back")
+
+	b := openApp(t, s.URL, "", "signin")
+	b.must(b.typeText("#token", "alice-token"))
+	b.must(b.click("#signin-submit"))
+	b.wait(`document.body.dataset.state === "ready" && document.body.dataset.tabs === "shown"`)
+	b.say("hello")
+	b.wait(lastAgent + `?.dataset.state === "completed"`)
+	if hidden := b.js(`String(document.querySelector('[role=tab][data-tab=operator]').hidden)`); hidden != "true" {
+		b.fail("alice, no operator, is offered the Operator tab")
 	}
 }
