@@ -146,6 +146,11 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 	// The input's size picks each rule's cost tier (policy.go): the event's strings, and the
 	// last result's once a rule has fired.
 	size := len(o.Text) + len(args) + stringsSize(o.Data)
+	// bound is the largest variable (policy.go, tiered): the event's, and the state's and the
+	// last result's, which change as rules fire.
+	evBound := max(len(o.Text), len(cmd), len(args), len(o.Kind), len(o.Source.Kind), len(m.name), len(pending), mapBound(o.Data))
+	stateBound, lastBound := 0, mapBound(last)
+	bound := func() int { return max(evBound, stateBound, lastBound) }
 	// The state the rules see changes only when one fires: it is computed then, not per rule.
 	stale := true
 	act, err := cel.NewActivation(vars)
@@ -156,12 +161,17 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		if stale {
 			goals := m.v.openGoals()
 			vars["goals"] = goals
-			vars["state"] = map[string]int64{"observations": int64(m.v.observations()), "working": int64(len(m.v.working())),
+			state := map[string]int64{"observations": int64(m.v.observations()), "working": int64(len(m.v.working())),
 				"beliefs": int64(m.v.beliefCount()), "goals": int64(len(goals)), "fired": int64(fired),
 				"model": boolInt(m.hasModel)}
+			vars["state"] = state
+			stateBound = max(len(goals), len(state))
+			for _, g := range goals {
+				stateBound = max(stateBound, len(g))
+			}
 			stale = false
 		}
-		out, _, err := r.when.at(size).Eval(act)
+		out, _, err := r.when.at(size, bound()).Eval(act)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, fmt.Errorf("rule %q: %w", r.Name, err))
 			m.record(run, Entry{Kind: EntryThought, Rule: r.Name, Text: "rule failed: " + err.Error()})
@@ -175,7 +185,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		}
 		params := map[string]string{}
 		for name, prg := range r.params {
-			v, _, err := prg.at(size).Eval(act)
+			v, _, err := prg.at(size, bound()).Eval(act)
 			if err == nil {
 				s, isStr := v.Value().(string)
 				if !isStr {
@@ -204,6 +214,7 @@ func (m *mind) integrateDepth(ctx context.Context, o Observation, run *Run, dept
 		res, follow := m.act(ctx, r, o, params, run, depth)
 		setLast(last, res)
 		size = len(o.Text) + len(args) + stringsSize(o.Data) + stringsSize(last)
+		lastBound = mapBound(last)
 		m.record(run, Entry{Kind: EntryResult, Rule: r.Name, Action: r.Action, Result: maps.Clone(res)})
 		switch r.Action {
 		case Reply:
@@ -238,6 +249,15 @@ var errTooLong = errors.New("agent: the message is longer than the rules read")
 func (m *mind) axiomFailed(run *Run, r *compiledRule, err error) error {
 	run.Failure = "I could not check this message against my rule " + strconv.Quote(r.Name) + ", so I did not act on it."
 	return err
+}
+
+// mapBound is the most of m's entries and the bytes of any of its keys and values.
+func mapBound(m map[string]string) int {
+	n := len(m)
+	for k, v := range m {
+		n = max(n, len(k), len(v))
+	}
+	return n
 }
 
 // stringsSize is the total length of m's keys and values.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/ext"
 )
 
@@ -186,16 +188,69 @@ var (
 // tiered is one CEL expression compiled once per cost tier: CEL charges string functions by
 // the length of their arguments, so a cap that lets a rule read a sentence would refuse it a
 // page, and an axiom that cannot be evaluated must not simply be skipped.
-type tiered [len(costTiers)]cel.Program
+//
+// Tracking the cost as a program runs is half of what evaluating it costs. So each tier also
+// has, when CEL's static estimate proves the cap cannot be reached, a program that does not
+// track it (fast): the estimate assumes every variable — each string, each map and list, each
+// of their elements — holds at most the tier's bytes or entries, and the fast program runs only
+// on inputs within that bound (see at), where the estimate's maximum is within the cap. CEL's
+// estimate is not an upper bound of the cost it tracks for every function (join's is not), so
+// only expressions that call nothing but the functions of estimateSound have a fast program;
+// TestFastProgramWithinEstimate checks each of them. Elsewhere the tracked program runs.
+type tiered struct {
+	tracked [len(costTiers)]cel.Program
+	fast    [len(costTiers)]cel.Program // nil where the estimate does not prove the cap
+}
 
-// at returns the program for an input of size bytes (the largest tier beyond it).
-func (t *tiered) at(size int) cel.Program {
-	for i, n := range costTiers {
+// at returns the program for an input of size bytes (the largest tier beyond it), whose
+// largest variable (bytes of one string, or entries of a map or list: see varBound) is bound.
+func (t *tiered) at(size, bound int) cel.Program {
+	i := len(costTiers) - 1
+	for j, n := range costTiers {
 		if size <= n {
-			return t[i]
+			i = j
+			break
 		}
 	}
-	return t[len(t)-1]
+	if t.fast[i] != nil && bound <= costTiers[i] {
+		return t.fast[i]
+	}
+	return t.tracked[i]
+}
+
+// estimateSound are the functions and operators whose static cost estimate bounds the cost CEL
+// tracks as they run (TestFastProgramWithinEstimate exercises each).
+var estimateSound = map[string]bool{
+	"_==_": true, "_!=_": true, "_&&_": true, "_||_": true, "!_": true, "_?_:_": true, "_<_": true, "_<=_": true,
+	"_>_": true, "_>=_": true, "_+_": true, "_-_": true, "_/_": true, "@in": true, "_[_]": true, "@not_strictly_false": true,
+	"size": true, "startsWith": true, "endsWith": true, "contains": true, "matches": true, "lowerAscii": true,
+	"upperAscii": true, "trim": true, "indexOf": true, "split": true, "substring": true, "replace": true, "reverse": true,
+}
+
+// soundEstimate reports whether every call of ast is to a function of estimateSound.
+func soundEstimate(a *cel.Ast) bool {
+	ok := true
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.CallKind && !estimateSound[e.AsCall().FunctionName()] {
+			ok = false
+		}
+	}))
+	return ok
+}
+
+// tierSizes is the checker's size estimator for a tier's fast program: every variable, and
+// every element of one, has at most n bytes or entries.
+type tierSizes struct{ n uint64 }
+
+func (e tierSizes) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
+	if len(node.Path()) == 0 {
+		return nil
+	}
+	return &checker.SizeEstimate{Min: 0, Max: e.n}
+}
+
+func (tierSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 type compiledPolicy struct {
@@ -290,12 +345,27 @@ func program(src string, want *cel.Type, costLimit uint64) (tiered, error) {
 	if got := ast.OutputType(); !got.IsExactType(want) && !got.IsExactType(cel.DynType) {
 		return t, fmt.Errorf("%q has type %s, want %s", src, got, want)
 	}
+	var fast cel.Program // the same for every tier that has one
+	sound := soundEstimate(ast)
 	for i, f := range costFactor {
 		prg, err := celEnv.Program(ast, cel.CostLimit(costLimit*f), cel.EvalOptions(cel.OptOptimize))
 		if err != nil {
 			return t, err
 		}
-		t[i] = prg
+		t.tracked[i] = prg
+		if !sound {
+			continue
+		}
+		est, err := celEnv.EstimateCost(ast, tierSizes{uint64(costTiers[i])})
+		if err != nil || est.Max > costLimit*f {
+			continue
+		}
+		if fast == nil {
+			if fast, err = celEnv.Program(ast, cel.EvalOptions(cel.OptOptimize)); err != nil {
+				return t, err
+			}
+		}
+		t.fast[i] = fast
 	}
 	return t, nil
 }
