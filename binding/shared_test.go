@@ -91,13 +91,7 @@ func TestSharedQuotaTasks(t *testing.T) {
 	a := quotaServer(t, &Quotas{Tasks: 2, Shared: shared})
 	b := quotaServer(t, &Quotas{Tasks: 2, Shared: shared})
 	who := "shared-tasks"
-	sendTo := func(ts *testServer, key string) error {
-		s := ts.dialCapnweb(t, "", http.Header{"Authorization": {"Bearer " + who}})
-		req := userMessageWire("wait:" + key)
-		req["configuration"] = map[string]any{"returnImmediately": true}
-		_, err := s.Main().Call("sendMessage", req).Await(t.Context())
-		return err
-	}
+	sendTo := func(ts *testServer, key string) error { return sendWaitAs(t, ts, who, key) }
 	t.Cleanup(func() { b.exec.release("k2"); b.exec.release("k3") })
 	if err := sendTo(a, "k1"); err != nil {
 		t.Fatal(err)
@@ -117,6 +111,35 @@ func TestSharedQuotaTasks(t *testing.T) {
 	}
 	if err := sendTo(b, "k3"); err != nil {
 		t.Fatalf("after a task on the other replica ended: %v", err)
+	}
+}
+
+// sendWaitAs starts, as who, over capnweb on ts, a task that runs until the test releases key.
+func sendWaitAs(t *testing.T, ts *testServer, who, key string) error {
+	s := ts.dialCapnweb(t, "", http.Header{"Authorization": {"Bearer " + who}})
+	req := userMessageWire("wait:" + key)
+	req["configuration"] = map[string]any{"returnImmediately": true}
+	_, err := s.Main().Call("sendMessage", req).Await(t.Context())
+	return err
+}
+
+// With the shared counter unreachable, each replica counts a principal's tasks on its own
+// against the limit: a request is not refused for the counter's sake, nor let past the limit
+// on the replica it reaches.
+func TestSharedQuotaCountsAloneWhenDown(t *testing.T) {
+	t.Parallel()
+	shared := newSharedCounts()
+	shared.breakIt()
+	a := quotaServer(t, &Quotas{Tasks: 1, Shared: shared})
+	b := quotaServer(t, &Quotas{Tasks: 1, Shared: shared})
+	who := "shared-down"
+	t.Cleanup(func() { a.exec.release("d1"); b.exec.release("d2") })
+	if err := sendWaitAs(t, a, who, "d1"); err != nil {
+		t.Fatalf("a's first task with the counter down: %v", err)
+	}
+	quotaRefusal(t, "capnweb", sendWaitAs(t, a, who, "d3"), quotaTasks)
+	if err := sendWaitAs(t, b, who, "d2"); err != nil {
+		t.Fatalf("b's first task with the counter down: %v", err)
 	}
 }
 
