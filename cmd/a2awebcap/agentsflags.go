@@ -82,9 +82,13 @@ func hostedAgents(ctx context.Context, c serveConfig) (*hosting.Agents, func(), 
 	if idle == 0 {
 		idle = -1 // -idle-evict 0: never
 	}
+	fetchOpts, err := c.caps.fetchOptions()
+	if err != nil {
+		return fail(err)
+	}
 	opts := &hosting.Options{Store: st, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices, Sessions: scfg,
-		FetchAllow: list(c.caps.fetchAllow),
-		A2A:        c.caps.a2a.hostedOffer,
+		FetchAllow: list(c.caps.fetchAllow), FetchOptions: fetchOpts,
+		A2A: c.caps.a2a.hostedOffer,
 		Offer: func(d *hosting.Definition, name string) (capability.Offer, bool, error) {
 			switch name {
 			case "fs":

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/factory"
 	"github.com/a2awebcap/a2awebcap/agent/sandbox"
+	"github.com/a2awebcap/a2awebcap/netguard"
 )
 
 // capabilityConfig is how serve offers capabilities to the runtime agent's instances.
@@ -27,7 +29,7 @@ type capabilityConfig struct {
 	offer, preinstall, strategies string
 	fsRoot, fsWrites              string
 	fsShared                      bool
-	fetchAllow                    string
+	fetchAllow, fetchNetworks     string
 	packages, keys                string
 	unsigned                      bool
 	sandbox                       sandboxConfig // Starlark: the sandbox and the factory (sandboxflags.go)
@@ -48,7 +50,9 @@ func (c *capabilityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.fsWrites, "fs-writes", envOr("A2AWEBCAP_FS_WRITES", "file:*"),
 		"fs: the file patterns it may write, comma-separated (file:notes/*); empty: read-only (A2AWEBCAP_FS_WRITES)")
 	fs.StringVar(&c.fetchAllow, "fetch-allow", envOr("A2AWEBCAP_FETCH_ALLOW", ""),
-		"fetch: the URL patterns it may reach, comma-separated (https://api.example.com/*); public addresses only, whatever they allow (A2AWEBCAP_FETCH_ALLOW)")
+		"fetch: the URL patterns it may reach, comma-separated (https://api.example.com/*); public addresses only, whatever they allow, but for -fetch-networks (A2AWEBCAP_FETCH_ALLOW)")
+	fs.StringVar(&c.fetchNetworks, "fetch-networks", envOr("A2AWEBCAP_FETCH_NETWORKS", ""),
+		"fetch: comma-separated `CIDRs` it may reach although they are not public (127.0.0.1/32 for a site on this host); empty: public addresses only (A2AWEBCAP_FETCH_NETWORKS)")
 	fs.StringVar(&c.packages, "capability-packages", envOr("A2AWEBCAP_CAPABILITY_PACKAGES", ""),
 		"a `directory` of capability packages, one per subdirectory, each signed by a -capability-keys key (A2AWEBCAP_CAPABILITY_PACKAGES)")
 	fs.StringVar(&c.keys, "capability-keys", envOr("A2AWEBCAP_CAPABILITY_KEYS", ""),
@@ -133,7 +137,11 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 		if len(allow) == 0 {
 			return capability.Offer{}, errors.New("-capabilities fetch needs -fetch-allow: the URLs it may reach")
 		}
-		f, err := capability.Fetch(capability.Contract{Network: allow}, nil)
+		opts, err := c.fetchOptions()
+		if err != nil {
+			return capability.Offer{}, err
+		}
+		f, err := capability.Fetch(capability.Contract{Network: allow}, opts)
 		if err != nil {
 			return capability.Offer{}, fmt.Errorf("-fetch-allow: %w", err)
 		}
@@ -151,6 +159,23 @@ func (c *capabilityConfig) builtin(name string, packages map[string]capability.O
 		return o, nil
 	}
 	return capability.Offer{}, fmt.Errorf("-capabilities: no capability %q (built in: self, fs, fetch, clock, agents, a2a; or a package in -capability-packages)", name)
+}
+
+// fetchOptions are the fetch capability's options: its dial-time SSRF guard, which lets it
+// reach -fetch-networks too. Nil: the defaults (public addresses only).
+func (c *capabilityConfig) fetchOptions() (*capability.FetchOptions, error) {
+	var allow []netip.Prefix
+	for _, s := range list(c.fetchNetworks) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("-fetch-networks: %q is not a CIDR", s)
+		}
+		allow = append(allow, p.Masked())
+	}
+	if len(allow) == 0 {
+		return nil, nil
+	}
+	return &capability.FetchOptions{Dial: netguard.New(&netguard.Options{Allow: allow}).DialContext}, nil
 }
 
 // fsOffer offers the file system under -fs-root (its directory sub, made if need be, when sub
