@@ -75,6 +75,7 @@ func run(ctx context.Context, o Options, to, msg string, in io.Reader, w io.Writ
 	for _, a := range sys.Agents.List() {
 		fmt.Fprintf(w, "agent     %s\n", sys.AgentURL(a.Name))
 	}
+	payer := sys.wallets.userPayer() // for the researcher, whose skill is priced
 	lines := bufio.NewScanner(in)
 	var task *a2a.Task
 	for {
@@ -83,7 +84,7 @@ func run(ctx context.Context, o Options, to, msg string, in io.Reader, w io.Writ
 		if task != nil {
 			id = task.ID
 		}
-		if _, task, err = Converse(ctx, sys.AgentURL(to), msg, id, w); err != nil {
+		if _, task, err = Converse(ctx, sys.AgentURL(to), msg, id, payer, w); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "\n%s's task %s ended %s.\n", to, task.ID, state(task.Status.State))
@@ -100,6 +101,9 @@ func run(ctx context.Context, o Options, to, msg string, in io.Reader, w io.Writ
 		}
 		msg = lines.Text()
 	}
+	fmt.Fprintf(w, "\nThe researcher's account holds %s of %s (the writer's %s, yours %s): %d payments settled.\n",
+		sys.Facilitator.Balance(Asset, sys.Researcher), Asset.Name, sys.Facilitator.Balance(Asset, sys.Writer),
+		sys.Facilitator.Balance(Asset, sys.User), sys.Facilitator.Settled())
 	beliefs, err := Remembered(ctx, sys, to)
 	if err != nil {
 		return err

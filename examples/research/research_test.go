@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/client"
 	"github.com/a2awebcap/a2awebcap/registry"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // start runs the system on free ports until the test ends.
@@ -26,12 +28,12 @@ func start(t *testing.T) *System {
 }
 
 // converse is Converse with a generous bound, failing the test on error.
-func converse(t *testing.T, url, text string, task a2a.TaskID) ([]a2a.Event, *a2a.Task) {
+func converse(t *testing.T, url, text string, task a2a.TaskID, payer *x402.Payer) ([]a2a.Event, *a2a.Task) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	var out strings.Builder
-	events, final, err := Converse(ctx, url, text, task, &out)
+	events, final, err := Converse(ctx, url, text, task, payer, &out)
 	t.Logf("%s <- %q:\n%s", url, text, out.String())
 	if err != nil {
 		t.Fatalf("Converse(%s, %q) = %v", url, text, err)
@@ -53,26 +55,60 @@ func TestResearcher(t *testing.T) {
 	t.Parallel()
 	sys := start(t)
 	page := sys.Library + "/wiki/alexandria"
+	payer := sys.wallets.userPayer()
 
-	_, task := converse(t, sys.AgentURL("researcher"), "research Alexandria", "")
+	_, task := converse(t, sys.AgentURL("researcher"), "research Alexandria", "", payer)
 	if task.Status.State != a2a.TaskStateCompleted || !strings.Contains(finalText(task), "Eratosthenes") ||
 		!strings.HasSuffix(finalText(task), "(source: "+page+")") {
 		t.Errorf("research Alexandria: %s %q, want completed, the page's text and (source: %s)", task.Status.State, finalText(task), page)
 	}
 
-	_, task = converse(t, sys.AgentURL("researcher"), "research", "")
+	_, task = converse(t, sys.AgentURL("researcher"), "research", "", payer)
 	if task.Status.State != a2a.TaskStateInputRequired || finalText(task) != "Which topic should I research?" {
 		t.Fatalf("research: %s %q, want input-required asking which topic", task.Status.State, finalText(task))
 	}
-	_, answered := converse(t, sys.AgentURL("researcher"), "carthage", task.ID)
+	_, answered := converse(t, sys.AgentURL("researcher"), "carthage", task.ID, payer)
 	if answered.ID != task.ID || answered.Status.State != a2a.TaskStateCompleted ||
 		!strings.Contains(finalText(answered), "Punic Wars") || !strings.Contains(finalText(answered), sys.Library+"/wiki/carthage") {
 		t.Errorf("answer on task %s: task %s %s %q, want the same task completed with Carthage's page cited", task.ID, answered.ID, answered.Status.State, finalText(answered))
 	}
 
-	_, task = converse(t, sys.AgentURL("researcher"), "research atlantis", "")
+	_, task = converse(t, sys.AgentURL("researcher"), "research atlantis", "", payer)
 	if task.Status.State != a2a.TaskStateCompleted || !strings.Contains(finalText(task), "no page on that topic") {
 		t.Errorf("research atlantis: %s %q, want it to say the library has no page", task.Status.State, finalText(task))
+	}
+
+	// Each of the three tasks was paid for once, before the researcher worked on it; the
+	// answer to its question was not charged again.
+	paid := payer.Payments()
+	if len(paid) != 3 {
+		t.Fatalf("the user paid %d times, want 3: %+v", len(paid), paid)
+	}
+	for _, p := range paid {
+		if p.Amount != Price || p.PayTo != sys.Researcher.String() || p.Receipt == nil || !p.Receipt.Success {
+			t.Errorf("payment %+v, want %s to the researcher, settled", p, Price)
+		}
+	}
+	if got := sys.Facilitator.Balance(Asset, sys.Researcher); got.Cmp(big.NewInt(3*10000)) != 0 {
+		t.Errorf("the researcher's balance is %s, want 30000", got)
+	}
+	if got := sys.Facilitator.Balance(Asset, sys.User); got.Cmp(new(big.Int).Sub(funds, big.NewInt(30000))) != 0 {
+		t.Errorf("the user's balance is %s, want %s less 30000", got, funds)
+	}
+}
+
+// A task of the researcher that is not paid for is not worked on: it waits for payment.
+func TestResearcherWantsPayment(t *testing.T) {
+	t.Parallel()
+	sys := start(t)
+	_, task := converse(t, sys.AgentURL("researcher"), "research alexandria", "", nil)
+	pr, asked, err := x402.RequiredOf(task)
+	if task.Status.State != a2a.TaskStateInputRequired || !asked || err != nil || len(pr.Accepts) != 1 ||
+		pr.Accepts[0].MaxAmountRequired != Price || pr.Accepts[0].PayTo != sys.Researcher.String() {
+		t.Fatalf("unpaid research: %s, payment required %+v (%v, %v); want input-required for %s to the researcher", task.Status.State, pr, asked, err, Price)
+	}
+	if strings.Contains(finalText(task), "Eratosthenes") || sys.Facilitator.Settled() != 0 {
+		t.Errorf("the researcher worked, or something was settled, before payment: %q", finalText(task))
 	}
 }
 
@@ -136,7 +172,7 @@ func TestWriter(t *testing.T) {
 	researcher := strings.TrimSuffix(sys.AgentURL("researcher"), "/")
 	page := sys.Library + "/wiki/alexandria"
 
-	events, task := converse(t, sys.AgentURL("writer"), "write about alexandria", "")
+	events, task := converse(t, sys.AgentURL("writer"), "write about alexandria", "", nil)
 	if task.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("the writer's task ended %s: %q", task.Status.State, finalText(task))
 	}
@@ -206,12 +242,29 @@ func TestWriter(t *testing.T) {
 		t.Errorf("the writer's task starts or ends with a relayed event")
 	}
 
-	// The piece cites the researcher, its task and the page it cited.
+	// The piece cites the researcher, its task and the page it cited, and says what was paid.
 	text := finalText(task)
-	for _, want := range []string{"Eratosthenes", "researcher (" + researcher + ")", "its task " + rtask, "citing " + page} {
+	receipts := x402.ReceiptsOf(rt)
+	var tx string
+	if len(receipts) > 0 {
+		tx = receipts[0].Transaction
+	}
+	for _, want := range []string{"Eratosthenes", "researcher (" + researcher + ")", "its task " + rtask, "citing " + page,
+		"Research paid: " + Price + " atomic units of " + Asset.Address + " on " + Asset.Network + ", transaction " + tx + "."} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the writer's piece %q lacks %q", text, want)
 		}
+	}
+
+	// The writer paid for it, within its budget, and the researcher has the receipt.
+	if len(receipts) != 1 || !receipts[0].Success || receipts[0].Transaction == "" {
+		t.Errorf("the researcher's task's receipts %+v, want one settled payment", receipts)
+	}
+	if got := sys.Facilitator.Balance(Asset, sys.Researcher); got.Cmp(big.NewInt(10000)) != 0 {
+		t.Errorf("the researcher's balance is %s, want %s", got, Price)
+	}
+	if got := sys.Facilitator.Balance(Asset, sys.Writer); got.Cmp(new(big.Int).Sub(funds, big.NewInt(10000))) != 0 {
+		t.Errorf("the writer's balance is %s, want %s less %s", got, funds, Price)
 	}
 
 	// The finding is a belief whose provenance is the researcher's answer.
@@ -247,8 +300,9 @@ func TestWriter(t *testing.T) {
 		}
 	}
 	if obs == nil || obs.Kind != "tool-result" || obs.Source.Kind != agent.SourceAgent || obs.Data["task"] != rtask ||
-		obs.Data["tool"] != "a2a.call" || !strings.Contains(obs.Text, "Eratosthenes") {
-		t.Errorf("the belief's observation %+v, want the researcher's answer: a tool-result of a2a.call from the agent, its task %s", obs, rtask)
+		obs.Data["tool"] != "a2a.call" || !strings.Contains(obs.Text, "Eratosthenes") ||
+		(len(receipts) > 0 && !strings.Contains(obs.Text, receipts[0].Transaction)) {
+		t.Errorf("the belief's observation %+v, want the researcher's answer: a tool-result of a2a.call from the agent, its task %s, with what was paid", obs, rtask)
 	}
 }
 
@@ -258,11 +312,11 @@ func TestWriter(t *testing.T) {
 func TestWriterRelaysTheResearchersQuestion(t *testing.T) {
 	t.Parallel()
 	sys := start(t)
-	_, task := converse(t, sys.AgentURL("writer"), "write", "")
+	_, task := converse(t, sys.AgentURL("writer"), "write", "", nil)
 	if task.Status.State != a2a.TaskStateInputRequired || finalText(task) != "researcher asks: Which topic should I research?" {
 		t.Fatalf("write: %s %q, want input-required with the researcher's question", task.Status.State, finalText(task))
 	}
-	_, done := converse(t, sys.AgentURL("writer"), "pergamon", task.ID)
+	_, done := converse(t, sys.AgentURL("writer"), "pergamon", task.ID, nil)
 	if done.ID != task.ID || done.Status.State != a2a.TaskStateCompleted || !strings.Contains(finalText(done), "parchment") ||
 		!strings.Contains(finalText(done), "citing "+sys.Library+"/wiki/pergamon") {
 		t.Errorf("the answer on task %s: task %s %s %q, want it completed, citing Pergamon's page", task.ID, done.ID, done.Status.State, finalText(done))
@@ -294,9 +348,34 @@ func TestRun(t *testing.T) {
 	}
 	t.Log(out.String())
 	for _, want := range []string{"> writer: write about alexandria", "  from agent http://127.0.0.1:", "/agents/researcher: working: The Library of Alexandria",
-		"ended completed.", "citing http://127.0.0.1:", "writer remembers:", "  alexandria: The Library of Alexandria", "from agent http://"} {
+		"ended completed.", "citing http://127.0.0.1:", "The researcher's account holds 10000 of USDC", "1 payments settled",
+		"writer remembers:", "  alexandria: The Library of Alexandria", "from agent http://"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the output lacks %q", want)
 		}
+	}
+}
+
+// The writer pays within the budget writer.json grants it (0.05 USDC: five researches); past
+// it, the call fails before anything is signed, and the writer says why.
+func TestWriterBudget(t *testing.T) {
+	t.Parallel()
+	sys := start(t)
+	topics := []string{"alexandria", "carthage", "pergamon", "alexandria", "carthage"}
+	for _, topic := range topics {
+		if _, task := converse(t, sys.AgentURL("writer"), "write about "+topic, "", nil); !strings.Contains(finalText(task), "Research paid: "+Price) {
+			t.Fatalf("write about %s: %q, want it written and paid", topic, finalText(task))
+		}
+	}
+	_, task := converse(t, sys.AgentURL("writer"), "write about pergamon", "", nil)
+	if !strings.HasPrefix(finalText(task), "I could not get the research done: ") || !strings.Contains(finalText(task), "budget") {
+		t.Errorf("a sixth piece: %q, want the call refused for the budget", finalText(task))
+	}
+	spent := big.NewInt(int64(len(topics)) * 10000)
+	if got := sys.Facilitator.Balance(Asset, sys.Writer); got.Cmp(new(big.Int).Sub(funds, spent)) != 0 {
+		t.Errorf("the writer's balance is %s, want %s less %s", got, funds, spent)
+	}
+	if got := sys.Facilitator.Settled(); got != uint64(len(topics)) {
+		t.Errorf("%d payments settled, want %d", got, len(topics))
 	}
 }

@@ -7,19 +7,24 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/client"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // Converse sends text to the agent at url over capnweb (on task, when it continues one) and
-// writes each event of its task to w as it arrives, one line each (see Describe). It returns
-// the events and the task as it ended (or waits: input-required).
-func Converse(ctx context.Context, url, text string, task a2a.TaskID, w io.Writer) ([]a2a.Event, *a2a.Task, error) {
-	c, err := client.New(ctx, url, &client.Options{Binding: client.BindingCapnweb})
+// writes each event of its task to w as it arrives, one line each (see Describe). Its calls
+// activate the x402 extension; when the task asks for payment and payer is not nil, it pays
+// within payer's budget and goes on. It returns the events and the task as it ended (or
+// waits: input-required).
+func Converse(ctx context.Context, url, text string, task a2a.TaskID, payer *x402.Payer, w io.Writer) ([]a2a.Event, *a2a.Task, error) {
+	c, err := client.New(ctx, url, &client.Options{Binding: client.BindingCapnweb,
+		Header: http.Header{"A2A-Extensions": {x402.ExtensionURI}}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,22 +32,37 @@ func Converse(ctx context.Context, url, text string, task a2a.TaskID, w io.Write
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
 	msg.TaskID = task
 	var events []a2a.Event
-	var id a2a.TaskID
-	for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+	for {
+		var id a2a.TaskID
+		for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+			if err != nil {
+				return events, nil, err
+			}
+			events = append(events, ev)
+			if id == "" {
+				id = ev.TaskInfo().TaskID
+			}
+			fmt.Fprintln(w, Describe(ev))
+		}
+		if id == "" {
+			return events, nil, fmt.Errorf("%s answered without a task", url)
+		}
+		final, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
 		if err != nil {
 			return events, nil, err
 		}
-		events = append(events, ev)
-		if id == "" {
-			id = ev.TaskInfo().TaskID
+		if _, asked, _ := x402.RequiredOf(final); !asked || payer == nil || final.Status.State != a2a.TaskStateInputRequired {
+			if payer != nil {
+				payer.Record(final)
+			}
+			return events, final, nil
 		}
-		fmt.Fprintln(w, Describe(ev))
+		var req *x402.Requirements
+		if msg, req, err = payer.Respond(ctx, final); err != nil {
+			return events, final, fmt.Errorf("paying for task %s: %w", id, err)
+		}
+		fmt.Fprintf(w, "paying %s of %s on %s to %s\n", req.MaxAmountRequired, req.Asset, req.Network, req.PayTo)
 	}
-	if id == "" {
-		return events, nil, fmt.Errorf("%s answered without a task", url)
-	}
-	final, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-	return events, final, err
 }
 
 // Relayed says, for an event an agent streamed into its task from another agent's (the a2a

@@ -1,8 +1,9 @@
 package main
 
 // The system: the library site, and one server that hosts both agents (package hosting) on one
-// engine, and an agent registry beside them (package registry), at which the researcher
-// registers itself. Everything listens on 127.0.0.1.
+// engine, an agent registry beside them (package registry), at which the researcher registers
+// itself, and an x402 facilitator through which research is paid (pay.go). Everything listens
+// on 127.0.0.1.
 
 import (
 	"bytes"
@@ -15,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path"
 	"sync"
 	"syscall"
@@ -27,6 +29,8 @@ import (
 	"github.com/a2awebcap/a2awebcap/netguard"
 	"github.com/a2awebcap/a2awebcap/registry"
 	"github.com/a2awebcap/a2awebcap/store/memory"
+	"github.com/a2awebcap/a2awebcap/x402"
+	"github.com/a2awebcap/a2awebcap/x402/evm"
 )
 
 // The addresses the definitions in agents/ name: the server's and the library's. The example
@@ -47,6 +51,8 @@ type Options struct {
 	ServerAddr, LibraryAddr string
 	// Logger receives the server's logs. Nil: discarded.
 	Logger *slog.Logger
+	// Getenv reads the environment (the writer's key, WriterKeyEnv). Nil: os.Getenv.
+	Getenv func(string) string
 }
 
 // System is the example running.
@@ -58,6 +64,12 @@ type System struct {
 	Library string
 	// Agents are the hosted agents.
 	Agents *hosting.Agents
+	// Facilitator is the x402 facilitator research is paid through (served at URL/x402), its
+	// ledger the accounts of the researcher (Researcher), the writer (Writer) and the user (User).
+	Facilitator              *x402.LocalFacilitator
+	Researcher, Writer, User evm.Address
+
+	wallets *wallets
 
 	closeOnce sync.Once
 	closers   []func() // run in reverse order
@@ -104,13 +116,30 @@ func Start(ctx context.Context, o Options) (sys *System, err error) {
 	}
 	s.URL = "http://" + srvLis.Addr().String()
 
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if s.wallets, err = newWallets(getenv); err != nil {
+		return nil, err
+	}
+	s.Researcher, s.Writer, s.User = s.wallets.researcher.Address(), s.wallets.writer.Address(), s.wallets.user.Address()
+	s.Facilitator = x402.NewLocalFacilitator(&x402.LocalOptions{Assets: []x402.Asset{Asset}, Ledger: true})
+	s.Facilitator.Fund(Asset, s.Writer, funds)
+	s.Facilitator.Fund(Asset, s.User, funds)
+
 	defs, err := s.definitions()
 	if err != nil {
 		return nil, err
 	}
 	guard := netguard.New(&netguard.Options{Allow: loopback})
 	hopts := &hosting.Options{FetchOptions: &capability.FetchOptions{Dial: guard.DialContext, Timeout: 30 * time.Second}}
-	configurePeers(hopts, s)
+	configurePeers(hopts, s, func(name string) string {
+		if name == WriterKeyEnv {
+			return s.wallets.writerHex
+		}
+		return getenv(name)
+	})
 	agents, err := hosting.New(defs, hopts)
 	if err != nil {
 		return nil, err
@@ -118,8 +147,13 @@ func Start(ctx context.Context, o Options) (sys *System, err error) {
 	s.Agents = agents
 	s.closers = append(s.closers, func() { _ = agents.Close() })
 
+	// The researcher's skill is priced: its tasks go through the merchant, which asks for the
+	// payment, has the facilitator verify and settle it, and only then lets the researcher work.
+	merchant := x402.NewMerchant(agents.Executor(), &x402.MerchantOptions{Price: s.wallets.price,
+		Facilitator: x402.NewFacilitatorClient(s.URL+"/x402", nil), Logger: log})
+	merchant.Declare(agents.Get("researcher").Card, false)
 	st := memory.New()
-	eng := engine.New(agents.Executor(), st, &engine.Options{Logger: log})
+	eng := engine.New(merchant, st, &engine.Options{Logger: log})
 	s.closers = append(s.closers, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -143,6 +177,7 @@ func Start(ctx context.Context, o Options) (sys *System, err error) {
 	s.closers = append(s.closers, func() { _ = agentsHandler.(interface{ Close() error }).Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/registry/", regHandler)
+	mux.Handle("/x402/", http.StripPrefix("/x402", s.Facilitator))
 	mux.Handle("/", agentsHandler)
 	s.serve(srvLis, mux)
 
