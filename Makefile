@@ -17,7 +17,7 @@ lint: ## gofmt, go vet, go mod tidy -diff
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-npm: ## install the pinned Node interop peers (capnweb, ws) from interop/package-lock.json
+npm: ## install the pinned Node interop peers (capnweb, ws, @a2a-js/sdk, typescript) from interop/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd interop && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: interop tests will skip"; fi
 
@@ -31,6 +31,7 @@ unit: ## go test -race ./... (interop tests included when node is present)
 
 interop: npm ## only the interop tests against the real npm peers and the browser test, verbose
 	$(GO) test -race -count=1 -v -run Interop ./interop/...
+	$(GO) test -race -count=1 -v -run TestTypeScriptClient ./cmd/a2awebcap
 	$(GO) test -race -count=1 -v ./web/...
 
 fuzz: ## run each fuzz target for FUZZTIME executions
