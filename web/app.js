@@ -904,6 +904,8 @@ function wire() {
       ($("#conversations button") ?? $("#new")).focus();
     } else if (e.key === "Escape") {
       document.body.classList.remove("nav-open", "side-open");
+      $("#menu").setAttribute("aria-expanded", "false");
+      $("#side-toggle").setAttribute("aria-expanded", "false");
     }
   });
   window.addEventListener("hashchange", () => {

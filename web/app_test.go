@@ -23,6 +23,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/agent/session"
 	"github.com/a2awebcap/a2awebcap/agents"
 	"github.com/a2awebcap/a2awebcap/auth"
 	"github.com/a2awebcap/a2awebcap/binding"
@@ -78,7 +79,8 @@ func startApp(t *testing.T, o appOptions) *appServer {
 	m := &steeredModel{tokens: make(chan string, 64)}
 	def := o.def
 	if def == nil {
-		def = &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: m}
+		def = &agent.Definition{Name: "helper", Policy: agent.Assistant(), Model: m,
+			Sessions: session.Config{Budget: session.Budget{Turns: 50}}}
 	}
 	h, err := agent.NewHost(def, nil)
 	if err != nil {
@@ -147,11 +149,12 @@ func openApp(t *testing.T, base, suffix, state string) *appPage {
 	return a
 }
 
-// wait polls the JavaScript condition cond until it holds, for at most 30 s; it fails the
-// test, with the DOM and the page's log, when it does not.
+// wait polls the JavaScript condition cond until it holds, for at most a minute (a bound for
+// a loaded machine, not a speed); it fails the test, with the DOM and the page's log, when it
+// does not.
 func (a *appPage) wait(cond string) {
 	a.t.Helper()
-	ctx, cancel := context.WithTimeout(a.t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(a.t.Context(), time.Minute)
 	defer cancel()
 	if err := a.waitFor(ctx, `String(Boolean(`+cond+`))`); err != nil {
 		a.fail("%v", err)
@@ -179,6 +182,19 @@ func (a *appPage) must(err error) {
 	a.t.Helper()
 	if err != nil {
 		a.fail("%v", err)
+	}
+}
+
+// labeled fails the test when a visible control of the page has no accessible name: no text,
+// no aria-label, no <label> (docs/web.md, "Accessibility").
+func (a *appPage) labeled() {
+	a.t.Helper()
+	got := a.js(`[...document.querySelectorAll("button, input, textarea, select, a[href]")]
+		.filter(e => e.getClientRects().length > 0 && e.type !== "hidden")
+		.filter(e => !(e.getAttribute("aria-label") || e.labels?.length || e.textContent.trim() || e.title || e.placeholder && e.labels?.length))
+		.map(e => e.outerHTML.slice(0, 120)).join("\n")`)
+	if got != "" {
+		a.fail("controls without a label:\n%s", got)
 	}
 }
 
@@ -249,7 +265,11 @@ func TestAppChatStreamsInline(t *testing.T) {
 	// The Session tab: the conversation's metrics (sessions extension).
 	a.must(a.click(`[role=tab][data-tab=session]`))
 	a.wait(`[...document.querySelectorAll("#session dt")].some(dt => dt.textContent === "turns" && dt.nextElementSibling.textContent === "1")`)
+	if got := a.js(`document.querySelector("#session .budget label")?.textContent ?? ""`); got != "turns: 1 of 50 (49 left)" {
+		a.fail("the Session tab shows the turn budget as %q", got)
+	}
 	a.shot("chat-session")
+	a.labeled()
 
 	a.must(a.reload())
 	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
@@ -334,6 +354,7 @@ func TestAppSignsInWithAPIKey(t *testing.T) {
 		a.fail("the sign-in dialog offers %q", got)
 	}
 	a.shot("signin-dialog")
+	a.labeled()
 
 	a.must(a.typeText("#key", "wrong-key"))
 	a.must(a.click("#signin-submit"))
@@ -471,6 +492,7 @@ func TestAppForgetsARememberedFact(t *testing.T) {
 	a.wait(`document.querySelector("#memory .confirm-box .confirm")`)
 	a.must(a.typeText(`#memory .confirm-box input`, "I moved"))
 	a.shot("memory-confirm")
+	a.labeled()
 	a.must(a.click(`#memory .confirm-box .confirm`))
 	a.wait(`document.querySelector("#memory .said")`)
 	if got := a.js(`document.querySelector("#memory .said").textContent`); got != "Forgotten: my city. (forgotten)" {
@@ -513,6 +535,11 @@ func TestAppRendersUntrustedContentAsText(t *testing.T) {
 	if got := a.js(`getComputedStyle(document.querySelector("#nav")).display`); got != "none" {
 		a.fail("on a phone-sized screen the conversation list is shown as %q, want a closed drawer", got)
 	}
+	a.must(a.click("#menu"))
+	a.wait(`getComputedStyle(document.querySelector("#nav")).display === "block" && document.querySelector("#menu").getAttribute("aria-expanded") === "true"`)
+	a.shot("phone-drawer")
+	a.must(a.press("Escape"))
+	a.wait(`getComputedStyle(document.querySelector("#nav")).display === "none" && document.querySelector("#menu").getAttribute("aria-expanded") === "false"`)
 	a.shot("xss-as-text-phone")
 }
 
@@ -555,6 +582,7 @@ func TestAppApprovesACapabilityCall(t *testing.T) {
 	}
 	task := a.js(lastAgent + `.dataset.task`)
 	a.shot("approval-card")
+	a.labeled()
 	a.must(a.click(`#transcript .bubble.agent:last-of-type .approval .approve`))
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(lastAgent + `.dataset.task`); got != task {
@@ -760,6 +788,7 @@ func TestAppOperatorReviewsProposals(t *testing.T) {
 	a.must(a.click(review + ` .reject`))
 	a.wait(`document.querySelector("#operator .policy [role=status]").textContent === "A rejection needs a reason."`)
 	a.shot("operator-review")
+	a.labeled()
 	a.must(a.click(review + ` .approve`))
 	a.wait(`document.querySelector("#operator .policy [role=status]")?.textContent === "Version 2 in force."`)
 	if got := a.js(`document.querySelector('` + review + `').dataset.status`); got != "approved" {

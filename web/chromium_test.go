@@ -44,7 +44,7 @@ type browser struct {
 }
 
 // startBrowser starts Chromium; it is closed when the test ends, and killed if it runs for
-// more than two minutes.
+// more than four minutes (so a hung browser fails its test, not the package).
 func startBrowser(t *testing.T, chromium string) *browser {
 	t.Helper()
 	dir := t.TempDir()
@@ -62,7 +62,7 @@ func startBrowser(t *testing.T, chromium string) *browser {
 	}
 	defer stderr.Close()
 	b := &browser{w: cmdW, r: bufio.NewReader(resR), stderr: stderr.Name()}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	// As root (CI, containers) Chromium runs only without its sandbox. The flags after it keep
 	// Chromium off the network: this machine has none but the loopback.
 	b.cmd = exec.CommandContext(ctx, chromium,
