@@ -720,18 +720,83 @@ export interface Memory extends RpcTarget {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The operator extension (docs/sessions.md, "The operator"). Its results are the runtime's
-// views of instances and policies, typed here as JSON.
+// The operator extension (docs/sessions.md, "The operator"): the meta level of the agent's
+// instances. A caller who is no operator gets UNAUTHORIZED.
+
+/** A rule of the runtime's rule language (docs/agents.md). */
+export type AgentRule = {
+  name: string;
+  when: string;
+  action:
+    | "remember"
+    | "note"
+    | "promote"
+    | "demote"
+    | "forget"
+    | "revise"
+    | "recall"
+    | "reply"
+    | "ask"
+    | "call"
+    | "consult"
+    | "adopt"
+    | "achieve"
+    | "drop";
+  params?: { [name: string]: string };
+  stop?: boolean;
+  reason: string;
+  description?: string;
+};
+
+/** A change to an instance's rules. (Its keys are capitalized on the wire.) */
+export type Proposal = {
+  Op: "add" | "replace" | "remove";
+  Rule: AgentRule;
+  Justification: string;
+  /** IDs of the observations that motivate it. */
+  Evidence: string[] | null;
+};
+
+export type PolicyVersion = {
+  version: number;
+  rules: AgentRule[] | null;
+  /** Absent for version 1. */
+  proposal?: Proposal;
+  applied: Timestamp;
+  approver?: string;
+  review?: string;
+};
+
+export type PolicyReview = {
+  /** "r1", "r2", … */
+  id: string;
+  proposal: Proposal;
+  status: "pending" | "approved" | "rejected";
+  base: number;
+  proposed: Timestamp;
+  reviewer?: string;
+  reason?: string;
+  decided?: Timestamp;
+  version?: number;
+};
+
+/** An instance is named by its principal: tenant and user name ("" the anonymous one). */
+export type InstanceRef = { tenant?: string; name: string };
 
 export interface Operator extends RpcTarget {
-  listInstances(request?: { tenant?: string }, params?: ServiceParams): Promise<JsonValue>;
-  getPolicy(request: { tenant?: string; name: string }, params?: ServiceParams): Promise<JsonValue>;
-  approveProposal(request: { tenant?: string; name: string; review: string }, params?: ServiceParams): Promise<JsonValue>;
-  rejectProposal(
-    request: { tenant?: string; name: string; review: string; reason: string },
+  listInstances(request?: { tenant?: string }, params?: ServiceParams): Promise<{ instances: { tenant: string; name: string }[] }>;
+  getPolicy(
+    request: InstanceRef,
     params?: ServiceParams,
-  ): Promise<JsonValue>;
-  rollbackPolicy(request: { tenant?: string; name: string }, params?: ServiceParams): Promise<JsonValue>;
+  ): Promise<{ current: number; versions: PolicyVersion[]; reviews: PolicyReview[] }>;
+  /** The policy version its approval made. */
+  approveProposal(request: InstanceRef & { review: string }, params?: ServiceParams): Promise<{ version: number }>;
+  rejectProposal(
+    request: InstanceRef & { review: string; reason: string },
+    params?: ServiceParams,
+  ): Promise<{ review: PolicyReview }>;
+  /** The version now in force. */
+  rollbackPolicy(request: InstanceRef, params?: ServiceParams): Promise<{ version: number }>;
 }
 
 // ---------------------------------------------------------------------------------------------
