@@ -180,7 +180,7 @@ class Turn {
     this.cancelButton.hidden = !running;
     if (running) this.el.setAttribute("aria-busy", "true");
     else this.el.removeAttribute("aria-busy");
-    taskRow(this);
+    if (!$("#all-tasks").checked) taskRow(this);
   }
 
   named(task) {
@@ -190,7 +190,11 @@ class Turn {
       app.turns.set(task.id, this);
     }
     this.contextId ??= task.contextId;
-    if (task.contextId && app.contextId !== task.contextId) openedContext(task.contextId);
+    if (task.contextId && app.contextId !== task.contextId) {
+      const fresh = app.contextId === null;
+      openedContext(task.contextId);
+      if (fresh) refreshConversations(); // a new conversation: list it at once
+    }
   }
 
   // event takes one StreamResponse; events already seen (by sequence number) are skipped.
@@ -288,6 +292,7 @@ class Turn {
     }
     announce(this.body.textContent.trim());
     refreshConversations();
+    if ($("#all-tasks").checked) refreshTasks();
   }
 
   // approvalCard shows a pending capability approval with Approve and Refuse, each answering
@@ -389,13 +394,14 @@ function send(parts, answering) {
   return follow(turn, (s, obs) => s.sendStreamingMessage({ message }, obs));
 }
 
-async function cancel(turn) {
-  if (!turn.id) return;
+async function cancel(task) {
+  if (!task.id) return;
   try {
-    await app.conn.call((s) => s.cancelTask({ id: turn.id }));
+    await app.conn.call((s) => s.cancelTask({ id: task.id }));
   } catch (err) {
     setStatus(`Cancel: ${errorText(err)}`);
   }
+  if ($("#all-tasks").checked) refreshTasks();
 }
 
 // --- conversations -----------------------------------------------------------------------
@@ -500,19 +506,50 @@ async function refreshConversations() {
 
 // --- side panel --------------------------------------------------------------------------
 
-function taskRow(turn) {
-  if (!turn.id) return;
-  let row = document.querySelector(`#task-list tr[data-task="${CSS.escape(turn.id)}"]`);
+// startedAt is when a task was created, read from its ID (a UUIDv7 starts with its creation
+// time in milliseconds), or "" for an ID of another kind.
+function startedAt(id) {
+  const hex = String(id ?? "").replace(/-/g, "");
+  if (hex.length !== 32 || hex[12] !== "7") return "";
+  return new Date(parseInt(hex.slice(0, 12), 16)).toISOString();
+}
+
+// taskRow shows (or updates) the Tasks tab's row of one task: {id, contextId, state,
+// updated}; a running one can be canceled from there.
+function taskRow(t) {
+  if (!t.id) return;
+  let row = document.querySelector(`#task-list tr[data-task="${CSS.escape(t.id)}"]`);
   if (!row) {
-    const cancelB = el("button", { type: "button", className: "cancel" }, "Cancel");
-    cancelB.addEventListener("click", () => cancel(turn));
-    row = el("tr", { dataset: { task: turn.id } }, el("td", { className: "id" }, turn.id.slice(-8)), el("td", { className: "state" }), el("td", { className: "started" }), el("td", { className: "updated" }), el("td", null, cancelB));
+    const cancelB = el("button", { type: "button", className: "cancel", "aria-label": `cancel task ${t.id.slice(-8)}` }, "Cancel");
+    cancelB.addEventListener("click", () => cancel(t));
+    const id = el("td", { className: "id" }, t.id.slice(-8));
+    if (t.contextId && t.contextId !== app.contextId) {
+      const open = el("a", { href: `#c=${encodeURIComponent(t.contextId)}` }, t.id.slice(-8));
+      id.replaceChildren(open);
+    }
+    row = el("tr", { dataset: { task: t.id } }, id, el("td", { className: "state" }), el("td", { className: "started" }, when(startedAt(t.id))), el("td", { className: "updated" }), el("td", null, cancelB));
     $("#task-list").append(row);
   }
-  row.querySelector(".state").textContent = stateName(turn.state);
-  row.querySelector(".started").textContent = when(turn.started);
-  row.querySelector(".updated").textContent = when(turn.updated);
-  row.querySelector(".cancel").hidden = FINAL.has(turn.state) || INTERRUPTED.has(turn.state);
+  row.querySelector(".state").textContent = stateName(t.state);
+  row.querySelector(".updated").textContent = when(t.updated);
+  row.querySelector(".cancel").hidden = FINAL.has(t.state) || INTERRUPTED.has(t.state);
+}
+
+// refreshTasks lists, with "all conversations" checked, the caller's tasks of every
+// conversation, most recently changed first; else the open conversation's, as its turns show.
+async function refreshTasks() {
+  $("#task-list").replaceChildren();
+  if (!$("#all-tasks").checked) {
+    for (const turn of new Set(app.turns.values())) taskRow(turn);
+    return;
+  }
+  try {
+    const res = await app.conn.call((s) => s.listTasks({ pageSize: 100, historyLength: 0 }));
+    $("#task-list").replaceChildren();
+    for (const t of res.tasks ?? []) taskRow({ id: t.id, contextId: t.contextId, state: t.status?.state, updated: t.status?.timestamp });
+  } catch (err) {
+    setStatus(`Tasks: ${errorText(err)}`);
+  }
 }
 
 function renderArtifacts() {
@@ -545,6 +582,8 @@ function currentTab() {
 
 function refreshSide() {
   switch (currentTab()) {
+    case "tasks":
+      return $("#all-tasks").checked ? refreshTasks() : undefined;
     case "memory":
       return refreshMemory();
     case "session":
@@ -883,6 +922,7 @@ function wire() {
     }
   });
   $("#new").addEventListener("click", newChat);
+  $("#all-tasks").addEventListener("change", refreshTasks);
   $("#signin-form").addEventListener("submit", submitSignIn);
   $("#signin").addEventListener("cancel", (e) => e.preventDefault()); // signing in is required
   $("#signout").addEventListener("click", () => {

@@ -341,6 +341,21 @@ func TestAppCancels(t *testing.T) {
 	}
 	a.wait(`document.querySelector("#task-list tr .state")?.textContent === "canceled"`)
 	a.shot("cancel-canceled")
+
+	// A task of a new conversation, canceled from the Tasks tab listing every conversation's.
+	a.must(a.click("#new"))
+	a.say("think more")
+	a.wait(lastAgent + `?.dataset.task && ` + lastAgent + `.dataset.state === "working"`)
+	second := a.js(lastAgent + `.dataset.task`)
+	a.must(a.click("#all-tasks"))
+	a.wait(`document.querySelectorAll("#task-list tr").length === 2 && document.querySelectorAll("#conversations li").length === 2`)
+	if got := a.js(`[...document.querySelectorAll("#task-list tr")].map(r => r.querySelector(".state").textContent + (r.querySelector(".cancel").hidden ? "" : "+cancel")).join(" ")`); got != "working+cancel canceled" {
+		a.fail("every conversation's tasks, newest first: %q", got)
+	}
+	a.shot("cancel-all-tasks")
+	a.must(a.click(`#task-list tr[data-task="` + second + `"] .cancel`))
+	a.wait(lastAgent + `?.dataset.state === "canceled"`)
+	a.wait(`document.querySelector('#task-list tr[data-task="` + second + `"] .state')?.textContent === "canceled"`)
 }
 
 // A server that requires an API key: the page asks for one, authenticates over the WebSocket
