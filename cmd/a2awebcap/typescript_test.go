@@ -23,7 +23,8 @@ import (
 // and a client written against them with the stock npm capnweb (interop/ts/client.ts), then
 // the compiled client runs against serve — the runtime assistant over a fake model — doing a
 // send, a stream to an observer and as a ReadableStream, a task get and cancel, a typed error,
-// the sessions extension's listSessions and Session, the memory extension, and an HTTP batch.
+// the sessions extension's listSessions and Session, the memory extension, the capabilities
+// object, and an HTTP batch.
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	node := needNodeModule(t, "typescript")
@@ -79,7 +80,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Errorf("the TypeScript client failed: %v", err)
 	}
-	want := []string{"card", "send", "stream-observer", "stream-readable", "get-cancel", "errors", "session", "memory", "batch"}
+	want := []string{"card", "send", "stream-observer", "stream-readable", "get-cancel", "errors", "session", "memory", "capabilities", "batch"}
 	var got []string
 	for _, line := range strings.Split(string(out), "\n") {
 		var s struct {

@@ -162,6 +162,9 @@ await step("session", async () => {
   const [metrics, history] = await Promise.all([session.metrics(), session.history({ limit: 10 })]);
   check(metrics.id === contextId && metrics.turn >= 3, `metrics ${JSON.stringify(metrics)}`);
   check(history.turns.length >= 3 && history.turns[0]!.user.content.includes("hello from TypeScript"), "history");
+  // Shapes the types promise: durations as ProtoJSON strings, counts by turn status.
+  check(typeof metrics.latencyMean === "string" && typeof history.turns[0]!.latency === "string", "durations are strings");
+  check(typeof metrics.turns.completed === "number" && typeof metrics.used.tokensIn === "number", "metrics' counts");
   const id: string = await session.id;
   return { id, state: metrics.state, turns: metrics.turn, used: metrics.used };
 });
@@ -171,7 +174,20 @@ await step("memory", async () => {
   const view = await agent.memory().get();
   const belief = view.beliefs.find((b) => b.value.includes("Lisbon"));
   check(belief !== undefined, `beliefs ${JSON.stringify(view.beliefs)}`);
+  check(typeof belief.confidence === "number" && belief.status === "active" && Array.isArray(belief.provenance.observations) &&
+    typeof belief.provenance.rule === "string" && typeof view.observations === "number", `belief ${JSON.stringify(belief)}`);
   return { subject: belief.subject, source: belief.provenance.source.kind };
+});
+
+await step("capabilities", async () => {
+  using caps = agent.capabilities();
+  const [offered, held] = await Promise.all([caps.available(), caps.installed()]);
+  const self = offered.find((o) => o.manifest.name === "self");
+  check(self !== undefined && typeof self.installed === "boolean" && typeof self.default.kind === "string", `available ${JSON.stringify(offered)}`);
+  check(Array.isArray(held), "installed");
+  const audit = await caps.audit({ limit: 5 });
+  check(Array.isArray(audit), "audit");
+  return { offered: offered.map((o) => o.manifest.name), held: held.map((h) => h.name) };
 });
 
 await step("batch", async () => {
