@@ -316,7 +316,7 @@ func (m *mind) toolSpecs() []ToolSpec {
 		switch {
 		case d.toolCaps[tl.Capability] != nil:
 			specs = append(specs, ToolSpec{Name: tl.Capability, Description: cmpOr(d.toolHelp[tl.Capability], "the tool "+tl.Capability)})
-		case tl.Capability == "loader" && len(d.catalog.Offers()) == 0:
+		case tl.Capability == "loader" && d.catalog.Empty():
 		default:
 			specs = append(specs, ToolSpec{Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters})
 		}

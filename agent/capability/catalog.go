@@ -167,6 +167,13 @@ func (c *Catalog) Lookup(name string) (Offer, bool) {
 	return o, ok
 }
 
+// Empty reports whether the catalog offers nothing.
+func (c *Catalog) Empty() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.offers) == 0
+}
+
 // Offers lists the offers by name.
 func (c *Catalog) Offers() []Offer {
 	c.mu.RLock()

@@ -90,6 +90,15 @@ type Set struct {
 	pending     []*Pending // oldest first
 	nextPending int64
 	closed      bool
+	// tools are the tools of held, by capability in name order, made once per change of held
+	// (a consult asks for them every step); nil when held changed since.
+	tools []capTools
+}
+
+// capTools are the tools of one capability held.
+type capTools struct {
+	c     *Capability
+	tools []Tool
 }
 
 // grant is one capability held.
@@ -219,6 +228,7 @@ func (s *Set) install(ctx context.Context, c *Capability, g Grant, offered bool,
 	case len(s.held) >= s.maxHeld:
 		err = fmt.Errorf("%w: %d", ErrTooMany, s.maxHeld)
 	default:
+		s.tools = nil
 		s.held[c.name] = &grant{cap: copy, strategy: g.Strategy, minimum: min, approved: g.Approved,
 			approvedBy: cmpOr(g.By, "unknown"), offered: offered, restrictions: g.Restrictions, installed: s.now(), by: g.By}
 		if offered {
@@ -247,6 +257,7 @@ func (s *Set) Uninstall(ctx context.Context, name, by string) error {
 	g := s.held[name]
 	if g != nil {
 		delete(s.held, name)
+		s.tools = nil
 		s.pending = slices.DeleteFunc(s.pending, func(p *Pending) bool { return p.Capability == name && p.Kind != PendingInstall })
 	}
 	s.mu.Unlock()
@@ -435,26 +446,32 @@ func ParseToolName(name string) (capability, method string, ok bool) {
 }
 
 // Tools describes every method of every capability the set holds, not revoked, for a model:
-// its tool schemas are the methods' parameter schemas.
+// its tool schemas are the methods' parameter schemas. The slice is the caller's; the
+// Parameters of its tools are shared, and must not be changed.
 func (s *Set) Tools() []Tool {
 	s.mu.Lock()
-	caps := make([]*Capability, 0, len(s.held))
-	for _, name := range slices.Sorted(maps.Keys(s.held)) {
-		caps = append(caps, s.held[name].cap)
+	if s.tools == nil {
+		s.tools = make([]capTools, 0, len(s.held))
+		for _, name := range slices.Sorted(maps.Keys(s.held)) {
+			c := s.held[name].cap
+			params := c.toolParams()
+			ct := capTools{c: c}
+			for i, m := range c.methods {
+				desc := m.Description
+				if c.desc != "" {
+					desc = c.desc + ": " + desc
+				}
+				ct.tools = append(ct.tools, Tool{Name: ToolName(c.name, m.Name), Description: desc, Parameters: params[i], Capability: c.name, Method: m.Name})
+			}
+			s.tools = append(s.tools, ct)
+		}
 	}
+	all := s.tools
 	s.mu.Unlock()
 	var out []Tool
-	for _, c := range caps {
-		if c.Err() != nil {
-			continue
-		}
-		params := c.toolParams()
-		for i, m := range c.methods {
-			desc := m.Description
-			if c.desc != "" {
-				desc = c.desc + ": " + desc
-			}
-			out = append(out, Tool{Name: ToolName(c.name, m.Name), Description: desc, Parameters: slices.Clone(params[i]), Capability: c.name, Method: m.Name})
+	for _, ct := range all {
+		if ct.c.Err() == nil { // (revoked since the list was made)
+			out = append(out, ct.tools...)
 		}
 	}
 	return out

@@ -82,6 +82,42 @@ func TestNewSetHoldsOnlyTheLoader(t *testing.T) {
 	}
 }
 
+// Tools is made once per change of what the set holds: an install, an uninstall and a revoked
+// capability show in the next call.
+func TestToolsFollowWhatIsHeld(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSet(t, "alice", Strategy{Kind: PreApproved}, nil)
+	names := func() []string {
+		var out []string
+		for _, tl := range s.Tools() {
+			if tl.Capability != "loader" {
+				out = append(out, tl.Name)
+			}
+		}
+		return out
+	}
+	if got := names(); !slices.Contains(got, "probe__touch") {
+		t.Fatalf("Tools() = %v, want probe's", got)
+	}
+	if err := s.Uninstall(t.Context(), "probe", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("after uninstalling: %v", got)
+	}
+	c := probe(t, Contract{Reads: []string{"file:notes/*"}})
+	if err := s.Install(t.Context(), c, Grant{Strategy: Strategy{Kind: PreApproved}, By: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Contains(got, "probe__touch") {
+		t.Fatalf("after installing again: %v", got)
+	}
+	s.Close() // revokes what it holds
+	if got := names(); len(got) != 0 {
+		t.Fatalf("after closing: %v", got)
+	}
+}
+
 func TestPreApprovedRefusesOutsideTheContractAndRecordsIt(t *testing.T) {
 	t.Parallel()
 	audit := NewMemoryAudit(0)

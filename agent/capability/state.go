@@ -126,6 +126,7 @@ func (s *Set) reinstall(ctx context.Context, h Held) error {
 		c.Revoke(ErrSetClosed)
 		return ErrSetClosed
 	}
+	s.tools = nil
 	s.held[h.Name] = &grant{cap: copy, strategy: h.Strategy, minimum: o.Manifest.Strategy.Minimum, offered: true,
 		restrictions: h.Restrictions, installed: h.Installed, by: h.By, made: c}
 	return nil
