@@ -79,6 +79,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			return
 		}
 		var answer a2a.ArtifactID // the streamed answer's artifact, once started
+		var said *a2a.Message     // the last reply said while working (EntryOutput)
 		for i := from; ; i++ {
 			e, err := t.out.wait(ctx, i)
 			if err != nil {
@@ -117,7 +118,8 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				ae.Artifact.Metadata = map[string]any{MetaKey: entryMeta(e)} // the working log: clients may show it apart
 				out = ae
 			case EntryOutput:
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
+				said = msg(e.Text)
+				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, said)
 				st.SetMeta(MetaKey, entryMeta(e))
 				out = st
 			case EntryText:
@@ -156,7 +158,12 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 					continue
 				}
 			case EntryEnd:
-				out = endEvent(ec, e.Result)
+				end := endEvent(ec, e.Result)
+				if m := end.Status.Message; m != nil && said != nil && messageText(m) == messageText(said) {
+					// The reply said already: the same message, so the history holds it once.
+					m.ID = said.ID
+				}
+				out = end
 			}
 			if !yield(out, nil) {
 				t.cancel(ErrCanceled)

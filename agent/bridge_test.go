@@ -111,6 +111,36 @@ func TestExecutorOnEngine(t *testing.T) {
 	}
 }
 
+// A reply said while the task works, and repeated as the completed status's message, is one
+// message of the task's history, not two: the end reuses the said message's ID.
+func TestReplyIsOneMessageOfTheHistory(t *testing.T) {
+	t.Parallel()
+	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: agent.Notes()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	e := engine.New(agent.Executor(h), memory.New(), nil)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	res, err := e.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("remember the sea is green"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok {
+		t.Fatalf("SendMessage = %T, want a task", res)
+	}
+	var agentSaid []string
+	for _, m := range task.History {
+		if m.Role == a2a.MessageRoleAgent {
+			agentSaid = append(agentSaid, string(m.ID))
+		}
+	}
+	if len(agentSaid) != 1 || task.Status.Message == nil || string(task.Status.Message.ID) != agentSaid[0] {
+		t.Errorf("the agent's messages in the history: %q, the status's: %v; want one, the status's", agentSaid, task.Status.Message)
+	}
+}
+
 type brokenStore struct{ agent.Store }
 
 func (brokenStore) Commit(context.Context, agent.Key, *agent.Batch) error {
