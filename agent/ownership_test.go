@@ -166,3 +166,58 @@ func TestOwnershipLostLeaseStopsTheInstance(t *testing.T) {
 		}
 	}
 }
+
+// A turn parked on a question (AskUser) keeps its instance on its replica, its lease renewed,
+// until the answer comes: meanwhile another replica cannot take the instance (the answer must
+// reach the replica that asked); once the answered turn has committed, it can.
+func TestOwnershipKeepsAParkedTurn(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	l := &leases{}
+	// One-second leases, renewed every 333 ms: a renewal late by half a second on a loaded
+	// machine is no takeover, and the wait below still outlasts a lease.
+	const ttl = time.Second
+	approve := func(ctx context.Context, in string) (string, error) {
+		ans, err := agent.AskUser(ctx, "May I delete "+in+"?")
+		if err != nil {
+			return "", err
+		}
+		return "deleted " + in + " (" + ans + ")", nil
+	}
+	def := func() *agent.Definition {
+		return &agent.Definition{Name: "helper", Tools: map[string]agent.Tool{"rm": approve}, Policy: &agent.Policy{Rules: []agent.Rule{
+			{Name: "delete", When: `command == "delete"`, Action: agent.CallTool, Params: map[string]string{"tool": `"rm"`, "input": `args`}, Reason: "r"},
+			{Name: "done", When: `kind == "tool-result"`, Action: agent.Reply, Params: map[string]string{"text": `text`}, Reason: "r"},
+		}}}
+	}
+	a := newHost(t, def(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "a", ttl: ttl}})
+	b := newHost(t, def(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "b", ttl: ttl}})
+	alice := agent.Principal{Tenant: "acme", Name: "alice"}
+	onA := instance(t, a, "alice")
+	send := func(text string) agent.Run {
+		ev := agent.UserText(text)
+		ev.Context = agent.Context{Task: "t1", Session: "s"}
+		run, err := onA.Ask(t.Context(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	if run := send("delete notes.txt"); run.Question != "May I delete notes.txt?" {
+		t.Fatalf("the parked turn: %+v", run)
+	}
+	time.Sleep(3 * ttl / 2) // without renewals, the lease would have expired
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Instance(ctx, alice); !errors.Is(err, agent.ErrBusy) {
+		t.Fatalf("b takes alice's instance while a's turn is parked: %v, want ErrBusy", err)
+	}
+	if run := send("yes"); run.Reply != "deleted notes.txt (yes)" {
+		t.Fatalf("after the answer on a: %+v", run)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := b.Instance(ctx, alice); err != nil {
+		t.Errorf("b takes alice's instance once the parked turn was answered: %v", err)
+	}
+}
