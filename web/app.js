@@ -860,7 +860,7 @@ async function submitSignIn(e) {
   try {
     await app.conn.signIn(who, headers);
   } catch (err) {
-    const wait = (err.details ?? []).find((d) => d?.retryAfterSeconds)?.retryAfterSeconds ?? err.retryAfterSeconds;
+    const wait = (err.details ?? []).map((d) => d?.retryAfterSeconds ?? d?.metadata?.retryAfterSeconds).find(Boolean) ?? err.retryAfterSeconds;
     $("#signin-error").textContent =
       err.reason === "UNAUTHENTICATED" ? "The agent refused these credentials." : err.reason === "LOGIN_THROTTLED" ? `Too many attempts: try again in ${wait ?? "a few"} seconds.` : errorText(err);
     return;

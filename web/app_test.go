@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ type appOptions struct {
 	store     store.Store
 	def       *agent.Definition // the agent; nil: the Assistant policy with the steered model
 	operators []string          // the server's operators (the operator extension), if any
+	throttle  *binding.LoginThrottle
 	// secure, when set, declares schemes on the card and returns the authenticator for them.
 	secure func(card *a2a.AgentCard) binding.Authenticator
 }
@@ -103,6 +105,7 @@ func startApp(t *testing.T, o appOptions) *appServer {
 	if o.operators != nil {
 		hopts.Operator = h.Operator(o.operators)
 	}
+	hopts.LoginThrottle = o.throttle
 	srv := a2atest.Start(t, &a2atest.Options{
 		Executor: agent.Executor(h), Card: card, HTTP: hopts, Store: o.store, Listener: o.listener,
 		WrapHTTP: func(a2aHTTP http.Handler) http.Handler {
@@ -822,4 +825,21 @@ func TestAppOperatorReviewsProposals(t *testing.T) {
 	if hidden := b.js(`String(document.querySelector('[role=tab][data-tab=operator]').hidden)`); hidden != "true" {
 		b.fail("alice, no operator, is offered the Operator tab")
 	}
+}
+
+// Past the server's login throttle, the sign-in dialog says how long to wait.
+func TestAppSignInThrottled(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{apiKeys: map[string]string{"alice-key-123": "alice"},
+		throttle: &binding.LoginThrottle{PerAddress: 1, PerPrincipal: -1, Interval: time.Hour}})
+	a := openApp(t, s.URL, "", "signin")
+	a.must(a.typeText("#key", "wrong-key"))
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.querySelector("#signin-error").textContent === "The agent refused these credentials."`)
+	a.must(a.click("#signin-submit"))
+	a.wait(`document.querySelector("#signin-error").textContent.startsWith("Too many attempts")`)
+	if got := a.js(`document.querySelector("#signin-error").textContent`); !regexp.MustCompile(`^Too many attempts: try again in \d+ seconds\.$`).MatchString(got) {
+		a.fail("throttled, the dialog says %q", got)
+	}
+	a.shot("signin-throttled")
 }
