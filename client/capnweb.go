@@ -74,6 +74,12 @@ type CapnwebOptions struct {
 	Reconnect time.Duration
 	// Session configures the capnweb sessions (limits, logger). Zero: capnweb's defaults.
 	Session capnweb.Options
+	// Restore is a token of a saved session (AgentSession.save, after attenuate): every call
+	// is made on the session it restores (A2AService.restore, pipelined with the call, so it
+	// costs no round trip), as that session's principal and within its restrictions. A
+	// revoked or expired token fails every call with the agent's error. Zero: calls are made
+	// on the connection's main object.
+	Restore string
 }
 
 // WithCapnwebTransport returns an a2aclient factory option that connects to agent interfaces
@@ -275,7 +281,9 @@ func (t *capnwebTransport) invokeOn(ctx context.Context, method string, build fu
 			return err
 		}
 	}
-	ps := build(s.Main())
+	main, release := t.mainOf(s)
+	defer release()
+	ps := build(main)
 	for _, p := range ps {
 		defer p.Release()
 	}
@@ -288,6 +296,17 @@ func (t *capnwebTransport) invokeOn(ctx context.Context, method string, build fu
 		return t.callError(ctx, s, method, err)
 	}
 	return nil
+}
+
+// mainOf is the object calls are made on: s's main object, or the session CapnwebOptions.Restore
+// restores on it (pipelined). release lets go of it.
+func (t *capnwebTransport) mainOf(s *capnweb.Session) (main *capnweb.Stub, release func()) {
+	if t.opts.Restore == "" {
+		return s.Main(), func() {}
+	}
+	p := s.Main().Call("restore", t.opts.Restore)
+	st := p.Stub()
+	return st, func() { st.Release(); p.Release() }
 }
 
 // resultError is an error of a result that arrived: invoke returns it as it is.

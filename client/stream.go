@@ -161,7 +161,9 @@ func (t *capnwebTransport) open(ctx context.Context, method string, request any,
 		}
 		return nil, nil, fmt.Errorf("%w: %w", ErrConnectionLost, err)
 	}
-	p := s.Main().Call(method, request, capnweb.Undefined, paramsValue(params))
+	main, release := t.mainOf(s)
+	defer release()
+	p := main.Call(method, request, capnweb.Undefined, paramsValue(params))
 	defer p.Release()
 	v, err := p.Await(ctx)
 	if err != nil {

@@ -267,6 +267,17 @@ func (p *pool) dial(ctx context.Context, c *capability.Call, cardURL string) (*c
 	dialer := func(ctx context.Context, addr string) (net.Conn, error) { return p.guard.DialContext(ctx, "tcp", addr) }
 	opts := &client.Options{Header: p.header(cardURL), HTTPClient: p.hc, Interceptors: []a2aclient.CallInterceptor{traceInterceptor{}},
 		GRPCDialOptions: []grpc.DialOption{grpc.WithContextDialer(dialer)}}
+	if cr := p.s.credential(cardURL); cr != nil && cr.CapnwebToken != nil && slices.ContainsFunc(cp.SupportedInterfaces, func(in *a2a.AgentInterface) bool {
+		return in.ProtocolBinding == client.ProtocolCapnweb
+	}) {
+		// A saved session of someone who may call the agent: calls are made as that session,
+		// over capnweb (the only binding that restores one).
+		token := p.getenv(cr.CapnwebToken.Env)
+		if token == "" {
+			return nil, fmt.Errorf("a2a: the capnweb token for %s is not set (%s)", baseOf(cardURL), cr.CapnwebToken.Env)
+		}
+		opts.Binding, opts.Capnweb = client.BindingCapnweb, &client.CapnwebOptions{Restore: token}
+	}
 	cl, err := client.NewFromCard(ctx, &cp, opts)
 	if err != nil {
 		return nil, fmt.Errorf("a2a: connecting to %s: %w", baseOf(cardURL), err)

@@ -131,8 +131,8 @@ func (s *Settings) check() error {
 			return fmt.Errorf("%w: credentials %d: prefix is required", ErrBadSettings, i+1)
 		case c.CapnwebToken != nil && (c.Header != "" || c.Env != ""):
 			return fmt.Errorf("%w: credentials %d: a header or a capnwebToken, not both", ErrBadSettings, i+1)
-		case c.CapnwebToken != nil:
-			return fmt.Errorf("%w: credentials %d: capnwebToken is not supported yet: use a header credential", ErrBadSettings, i+1)
+		case c.CapnwebToken != nil && c.CapnwebToken.Env == "":
+			return fmt.Errorf("%w: credentials %d: capnwebToken.env is required", ErrBadSettings, i+1)
 		case c.CapnwebToken == nil && (c.Header == "" || c.Env == ""):
 			return fmt.Errorf("%w: credentials %d: header and env are required", ErrBadSettings, i+1)
 		case c.Header != "" && http.CanonicalHeaderKey(c.Header) == "Host":
