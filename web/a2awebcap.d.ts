@@ -23,7 +23,7 @@
 // Served by `a2awebcap serve` at /web/a2awebcap.d.ts; web/a2awebcap.d.ts in the repository.
 // Checked against the Go server by TestTypeScriptClient (cmd/a2awebcap, interop/ts/client.ts).
 
-import type { RpcTarget } from "capnweb";
+import type { RpcStub, RpcTarget } from "capnweb";
 
 // ---------------------------------------------------------------------------------------------
 // JSON
@@ -464,8 +464,8 @@ export interface AgentSession extends RpcTarget {
 
   /** A weaker session of the same principal. */
   attenuate(options: AttenuateOptions): AgentSession;
-  /** Revokes a session attenuated from this one, and every one attenuated from it. */
-  revoke(session: AgentSession): Promise<undefined>;
+  /** Revokes a session attenuated from this one (its stub), and every one attenuated from it. */
+  revoke(session: RpcStub<AgentSession>): Promise<undefined>;
   /** A bearer token that restore() turns back into this attenuated session, on any replica. */
   save(): Promise<string>;
 

@@ -22,7 +22,8 @@ import (
 // `serve` serves them: tsc (the pinned typescript, strict) checks the declarations on their own
 // and a client written against them with the stock npm capnweb (interop/ts/client.ts), then
 // the compiled client runs against serve — the runtime assistant over a fake model — doing a
-// send, a stream to an observer and as a ReadableStream, a task get and cancel, a typed error,
+// send, a stream to an observer and as a ReadableStream, a task get and cancel, push through a
+// callback, an attenuated session saved, restored and revoked, a typed error,
 // the sessions extension's listSessions and Session, the memory extension, the capabilities
 // object, and an HTTP batch.
 func TestTypeScriptClient(t *testing.T) {
@@ -80,7 +81,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Errorf("the TypeScript client failed: %v", err)
 	}
-	want := []string{"card", "send", "stream-observer", "stream-readable", "get-cancel", "errors", "session", "memory", "capabilities", "batch"}
+	want := []string{"card", "send", "stream-observer", "stream-readable", "get-cancel", "push", "attenuate", "errors", "session", "memory", "capabilities", "batch"}
 	var got []string
 	for _, line := range strings.Split(string(out), "\n") {
 		var s struct {

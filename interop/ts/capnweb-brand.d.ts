@@ -4,3 +4,6 @@
 export interface RpcTarget {
   readonly __rpcTargetBrand?: never;
 }
+
+// A stub of a remote T, as far as the declarations need one.
+export type RpcStub<T> = T & Disposable & { dup(): RpcStub<T> };

@@ -144,6 +144,51 @@ await step("get-cancel", async () => {
   return { id };
 });
 
+await step("push", async () => {
+  // Push through a callback: the server calls it with each of the task's events.
+  const sent = await agent.sendMessage({ message: message("slow: and push it"), configuration: { returnImmediately: true } });
+  const id = taskOf(sent).id;
+  const states: string[] = [];
+  let canceled!: () => void;
+  const ended = new Promise<void>((resolve) => (canceled = resolve));
+  using sub = await agent.subscribeToPushNotifications(id, (event) => {
+    if ("task" in event) states.push(event.task.status.state);
+    if ("statusUpdate" in event) {
+      states.push(event.statusUpdate.status.state);
+      if (event.statusUpdate.status.state === "TASK_STATE_CANCELED") canceled();
+    }
+  });
+  await agent.task(id).cancel();
+  await ended;
+  await sub.cancel();
+  check(states.at(-1) === "TASK_STATE_CANCELED", `pushed ${states}`);
+  return { states };
+});
+
+await step("attenuate", async () => {
+  // A read-only capability of the same principal, saved and restored by its token.
+  using readOnly = agent.attenuate({ readOnly: true, expiresIn: 600 });
+  const token: string = await readOnly.save();
+  using restored = agent.restore(token);
+  const list = await restored.listTasks({ pageSize: 1 });
+  check(list.tasks.length === 1, "a restored session reads the principal's tasks");
+  try {
+    await restored.sendMessage({ message: message("echo no") });
+  } catch (e) {
+    const err = e as A2AError;
+    check(err.reason === "UNAUTHORIZED", `a read-only send: ${err.reason}`);
+    await agent.revoke(readOnly);
+    try {
+      await restored.getTask({ id: list.tasks[0]!.id });
+    } catch (e2) {
+      check((e2 as A2AError).reason === "UNAUTHORIZED", `after revoke: ${(e2 as A2AError).reason}`);
+      return { token: token.length };
+    }
+    throw new Error("a revoked session still reads");
+  }
+  throw new Error("a read-only session sent a message");
+});
+
 await step("errors", async () => {
   try {
     await agent.getTask({ id: "no-such-task" });
