@@ -30,6 +30,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/client"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/internal/cdptest"
 	"github.com/a2awebcap/a2awebcap/internal/stacktest"
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
@@ -120,7 +121,7 @@ func startApp(t *testing.T, o appOptions) *appServer {
 
 // appPage is the web app in one tab of a fresh headless Chromium.
 type appPage struct {
-	*page
+	*cdptest.Page
 	t     *testing.T
 	shots string
 }
@@ -129,9 +130,9 @@ type appPage struct {
 // reach state (its body's data-state).
 func openApp(t *testing.T, base, suffix, state string) *appPage {
 	t.Helper()
-	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
-	b := startBrowser(t, chromium)
-	p, err := b.open("about:blank")
+	chromium := cdptest.Need(t, cdptest.ChromiumPath, "apt-get install chromium, or make chromium as root")
+	b := cdptest.Start(t, chromium)
+	p, err := b.Open("about:blank")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +142,11 @@ func openApp(t *testing.T, base, suffix, state string) *appPage {
 	} else if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a := &appPage{page: p, t: t, shots: shots}
-	if err := p.size(1200, 800); err != nil {
+	a := &appPage{Page: p, t: t, shots: shots}
+	if err := p.Size(1200, 800); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.navigate(base + "/web/" + suffix); err != nil {
+	if err := p.Navigate(base + "/web/" + suffix); err != nil {
 		t.Fatal(err)
 	}
 	a.wait(fmt.Sprintf(`document.body?.dataset.state === %q`, state))
@@ -159,22 +160,22 @@ func (a *appPage) wait(cond string) {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(a.t.Context(), time.Minute)
 	defer cancel()
-	if err := a.waitFor(ctx, `String(Boolean(`+cond+`))`); err != nil {
+	if err := a.WaitFor(ctx, `String(Boolean(`+cond+`))`); err != nil {
 		a.fail("%v", err)
 	}
 }
 
 func (a *appPage) fail(format string, args ...any) {
 	a.t.Helper()
-	dom, _ := a.eval(`document.body?.outerHTML ?? ""`)
-	_ = a.screenshot(filepath.Join(a.shots, strings.ReplaceAll(a.t.Name(), "/", "_")+"-failed.png"))
-	a.t.Fatalf(format+"\npage log:\n%s\nDOM:\n%s", append(args, strings.Join(a.b.log, "\n"), dom)...)
+	dom, _ := a.Eval(`document.body?.outerHTML ?? ""`)
+	_ = a.Screenshot(filepath.Join(a.shots, strings.ReplaceAll(a.t.Name(), "/", "_")+"-failed.png"))
+	a.t.Fatalf(format+"\npage log:\n%s\nDOM:\n%s", append(args, strings.Join(a.Log(), "\n"), dom)...)
 }
 
 // js evaluates expr, which must not throw, as a string.
 func (a *appPage) js(expr string) string {
 	a.t.Helper()
-	v, err := a.eval(expr)
+	v, err := a.Eval(expr)
 	if err != nil {
 		a.fail("%s: %v", expr, err)
 	}
@@ -204,15 +205,15 @@ func (a *appPage) labeled() {
 // say types text into the composer and presses Enter.
 func (a *appPage) say(text string) {
 	a.t.Helper()
-	a.must(a.typeText("#text", text))
-	a.must(a.press("Enter"))
+	a.must(a.TypeText("#text", text))
+	a.must(a.Press("Enter"))
 }
 
 // shot saves a screenshot as name.png and logs where.
 func (a *appPage) shot(name string) {
 	a.t.Helper()
 	path := filepath.Join(a.shots, name+".png")
-	a.must(a.screenshot(path))
+	a.must(a.Screenshot(path))
 	a.t.Logf("screenshot: %s", path)
 }
 
@@ -266,7 +267,7 @@ func TestAppChatStreamsInline(t *testing.T) {
 	a.shot("chat-done")
 
 	// The Session tab: the conversation's metrics (sessions extension).
-	a.must(a.click(`[role=tab][data-tab=session]`))
+	a.must(a.Click(`[role=tab][data-tab=session]`))
 	a.wait(`[...document.querySelectorAll("#session dt")].some(dt => dt.textContent === "turns" && dt.nextElementSibling.textContent === "1")`)
 	if got := a.js(`document.querySelector("#session .budget label")?.textContent ?? ""`); got != "turns: 1 of 50 (49 left)" {
 		a.fail("the Session tab shows the turn budget as %q", got)
@@ -274,7 +275,7 @@ func TestAppChatStreamsInline(t *testing.T) {
 	a.shot("chat-session")
 	a.labeled()
 
-	a.must(a.reload())
+	a.must(a.Reload())
 	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(`location.hash`); got != hash {
 		a.fail("after reload the URL is %q, want %q", got, hash)
@@ -334,7 +335,7 @@ func TestAppCancels(t *testing.T) {
 	s.model.tokens <- "Let me think"
 	a.wait(lastAgent + `.querySelector(".body").textContent.trim() === "Let me think"`)
 	a.shot("cancel-running")
-	a.must(a.click("#transcript .bubble.agent .cancel"))
+	a.must(a.Click("#transcript .bubble.agent .cancel"))
 	a.wait(lastAgent + `?.dataset.state === "canceled"`)
 	if got := a.js(lastAgent + `.querySelector(".tag").textContent`); got != "canceled" {
 		a.fail("the canceled bubble's tag is %q", got)
@@ -346,17 +347,17 @@ func TestAppCancels(t *testing.T) {
 	a.shot("cancel-canceled")
 
 	// A task of a new conversation, canceled from the Tasks tab listing every conversation's.
-	a.must(a.click("#new"))
+	a.must(a.Click("#new"))
 	a.say("think more")
 	a.wait(lastAgent + `?.dataset.task && ` + lastAgent + `.dataset.state === "working"`)
 	second := a.js(lastAgent + `.dataset.task`)
-	a.must(a.click("#all-tasks"))
+	a.must(a.Click("#all-tasks"))
 	a.wait(`document.querySelectorAll("#task-list tr").length === 2 && document.querySelectorAll("#conversations li").length === 2`)
 	if got := a.js(`[...document.querySelectorAll("#task-list tr")].map(r => r.querySelector(".state").textContent + (r.querySelector(".cancel").hidden ? "" : "+cancel")).join(" ")`); got != "working+cancel canceled" {
 		a.fail("every conversation's tasks, newest first: %q", got)
 	}
 	a.shot("cancel-all-tasks")
-	a.must(a.click(`#task-list tr[data-task="` + second + `"] .cancel`))
+	a.must(a.Click(`#task-list tr[data-task="` + second + `"] .cancel`))
 	a.wait(lastAgent + `?.dataset.state === "canceled"`)
 	a.wait(`document.querySelector('#task-list tr[data-task="` + second + `"] .state')?.textContent === "canceled"`)
 }
@@ -374,12 +375,12 @@ func TestAppSignsInWithAPIKey(t *testing.T) {
 	a.shot("signin-dialog")
 	a.labeled()
 
-	a.must(a.typeText("#key", "wrong-key"))
-	a.must(a.click("#signin-submit"))
+	a.must(a.TypeText("#key", "wrong-key"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.querySelector("#signin-error").textContent === "The agent refused these credentials."`)
-	a.must(a.eval2(`document.querySelector("#key").value = ""`))
-	a.must(a.typeText("#key", "alice-key-123"))
-	a.must(a.click("#signin-submit"))
+	a.js(`document.querySelector("#key").value = ""`)
+	a.must(a.TypeText("#key", "alice-key-123"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.body.dataset.state === "ready" && !document.querySelector("#signin").open`)
 	if got := a.js(`document.querySelector("#who").textContent`); got != "API key" {
 		a.fail("the header says the user is signed in as %q", got)
@@ -398,17 +399,11 @@ func TestAppSignsInWithAPIKey(t *testing.T) {
 	}
 	a.shot("signin-chat")
 
-	a.must(a.reload())
+	a.must(a.Reload())
 	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
 	if open := a.js(`String(document.querySelector("#signin").open)`); open != "false" {
 		a.fail("after a reload the page asks to sign in again")
 	}
-}
-
-// eval2 evaluates expr for its effect.
-func (p *page) eval2(expr string) error {
-	_, err := p.eval(expr)
-	return err
 }
 
 // The server restarts (same address, same task store): the page says it is offline, and the
@@ -492,7 +487,7 @@ func TestAppForgetsARememberedFact(t *testing.T) {
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 
 	a.wait(`!document.querySelector('[role=tab][data-tab=memory]').hidden`)
-	a.must(a.click(`[role=tab][data-tab=memory]`))
+	a.must(a.Click(`[role=tab][data-tab=memory]`))
 	belief := `document.querySelector("#memory li[data-belief]")`
 	a.wait(belief + `?.querySelector(".fact")?.textContent === "my city Lisbon"`)
 	prov := a.js(belief + `.querySelector(".provenance").textContent`)
@@ -506,12 +501,12 @@ func TestAppForgetsARememberedFact(t *testing.T) {
 	}
 	a.shot("memory-list")
 
-	a.must(a.click(`#memory li[data-belief] .forget`))
+	a.must(a.Click(`#memory li[data-belief] .forget`))
 	a.wait(`document.querySelector("#memory .confirm-box .confirm")`)
-	a.must(a.typeText(`#memory .confirm-box input`, "I moved"))
+	a.must(a.TypeText(`#memory .confirm-box input`, "I moved"))
 	a.shot("memory-confirm")
 	a.labeled()
-	a.must(a.click(`#memory .confirm-box .confirm`))
+	a.must(a.Click(`#memory .confirm-box .confirm`))
 	a.wait(`document.querySelector("#memory .said")`)
 	if got := a.js(`document.querySelector("#memory .said").textContent`); got != "Forgotten: my city. (forgotten)" {
 		a.fail("after Forget the page says %q", got)
@@ -529,7 +524,7 @@ func TestAppRendersUntrustedContentAsText(t *testing.T) {
 	t.Parallel()
 	s := startApp(t, appOptions{})
 	a := openApp(t, s.URL, "", "ready")
-	a.must(a.size(390, 780))
+	a.must(a.Size(390, 780))
 	attack := `<img src=x onerror="document.body.dataset.pwned=1"><script>document.body.dataset.pwned=2</script> ` +
 		`[click](javascript:document.body.dataset.pwned=3) [ok](https://example.org/) **bold** <b>raw</b>`
 	a.say("echo " + attack)
@@ -553,10 +548,10 @@ func TestAppRendersUntrustedContentAsText(t *testing.T) {
 	if got := a.js(`getComputedStyle(document.querySelector("#nav")).display`); got != "none" {
 		a.fail("on a phone-sized screen the conversation list is shown as %q, want a closed drawer", got)
 	}
-	a.must(a.click("#menu"))
+	a.must(a.Click("#menu"))
 	a.wait(`getComputedStyle(document.querySelector("#nav")).display === "block" && document.querySelector("#menu").getAttribute("aria-expanded") === "true"`)
 	a.shot("phone-drawer")
-	a.must(a.press("Escape"))
+	a.must(a.Press("Escape"))
 	a.wait(`getComputedStyle(document.querySelector("#nav")).display === "none" && document.querySelector("#menu").getAttribute("aria-expanded") === "false"`)
 	a.shot("xss-as-text-phone")
 }
@@ -601,7 +596,7 @@ func TestAppApprovesACapabilityCall(t *testing.T) {
 	task := a.js(lastAgent + `.dataset.task`)
 	a.shot("approval-card")
 	a.labeled()
-	a.must(a.click(`#transcript .bubble.agent:last-of-type .approval .approve`))
+	a.must(a.Click(`#transcript .bubble.agent:last-of-type .approval .approve`))
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(lastAgent + `.dataset.task`); got != task {
 		a.fail("the approval went to task %q, want %q", got, task)
@@ -616,8 +611,8 @@ func TestAppApprovesACapabilityCall(t *testing.T) {
 
 	a.say("save notes/b.txt")
 	a.wait(lastAgent + `?.querySelector(".approval")`)
-	a.must(a.typeText(`#transcript .bubble.agent:last-of-type .approval input`, "not now"))
-	a.must(a.click(`#transcript .bubble.agent:last-of-type .approval .refuse`))
+	a.must(a.TypeText(`#transcript .bubble.agent:last-of-type .approval input`, "not now"))
+	a.must(a.Click(`#transcript .bubble.agent:last-of-type .approval .refuse`))
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); !strings.Contains(got, "refused by the user") {
 		a.fail("after Refuse the agent says %q", got)
@@ -662,12 +657,12 @@ func TestAppSignsInWithEachScheme(t *testing.T) {
 	if got := a.js(`[...document.querySelectorAll("#schemes label")].map(l => l.textContent).join("|")`); got != "API key (X-API-Key)|user name and password|bearer token" {
 		a.fail("the sign-in dialog offers %q", got)
 	}
-	a.must(a.click(`#schemes input[value="1"]`))
+	a.must(a.Click(`#schemes input[value="1"]`))
 	a.wait(`!document.querySelector("#f-basic").hidden && document.querySelector("#f-key").hidden`)
-	a.must(a.typeText("#user", "bob"))
-	a.must(a.typeText("#password", "bob's password"))
+	a.must(a.TypeText("#user", "bob"))
+	a.must(a.TypeText("#password", "bob's password"))
 	a.shot("signin-basic")
-	a.must(a.click("#signin-submit"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.body.dataset.state === "ready" && !document.querySelector("#signin").open`)
 	if got := a.js(`document.querySelector("#who").textContent`); got != "bob (password)" {
 		a.fail("signed in as %q", got)
@@ -675,14 +670,14 @@ func TestAppSignsInWithEachScheme(t *testing.T) {
 	a.say("echo hi bob")
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 
-	a.must(a.click("#signout"))
+	a.must(a.Click("#signout"))
 	a.wait(`document.body.dataset.state === "signin"`)
 	if got := a.js(`sessionStorage.getItem("a2awebcap.credentials") ?? "none"`); got != "none" {
 		a.fail("after sign-out sessionStorage keeps %q", got)
 	}
-	a.must(a.click(`#schemes input[value="2"]`))
-	a.must(a.typeText("#token", "carol-token"))
-	a.must(a.click("#signin-submit"))
+	a.must(a.Click(`#schemes input[value="2"]`))
+	a.must(a.TypeText("#token", "carol-token"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.body.dataset.state === "ready"`)
 	if n := a.js(`String(document.querySelectorAll("#conversations li").length)`); n != "0" {
 		a.fail("carol sees %s conversations, bob's included", n)
@@ -711,7 +706,7 @@ func TestAppSendsFilesAndShowsArtifacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := openApp(t, srv.URL, "", "ready")
-	a.must(a.setFiles("#files", file))
+	a.must(a.SetFiles("#files", file))
 	a.say("hello with a file")
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(`document.querySelector("#transcript .bubble.user a.file")?.textContent ?? ""`); got != "⬇ notes.txt" {
@@ -719,11 +714,11 @@ func TestAppSendsFilesAndShowsArtifacts(t *testing.T) {
 	}
 	chip := `#transcript .bubble.agent .chips .chip`
 	a.wait(`document.querySelector("` + chip + `")`)
-	a.must(a.click(chip))
+	a.must(a.Click(chip))
 	a.wait(`!document.querySelector("#tab-artifacts").hidden && document.querySelector("#artifact-list li")?.textContent.includes("echo: hello with a file")`)
 	a.shot("artifacts")
 
-	a.must(a.reload())
+	a.must(a.Reload())
 	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(`document.querySelector("#transcript .bubble.user a.file")?.textContent ?? ""`); got != "⬇ notes.txt" {
 		a.fail("reloaded from the server, the user's bubble shows the file as %q", got)
@@ -792,33 +787,33 @@ func TestAppOperatorReviewsProposals(t *testing.T) {
 	}
 
 	a := openApp(t, s.URL, "", "signin")
-	a.must(a.typeText("#token", "opr-token"))
-	a.must(a.click("#signin-submit"))
+	a.must(a.TypeText("#token", "opr-token"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.body.dataset.state === "ready" && !document.querySelector('[role=tab][data-tab=operator]').hidden`)
-	a.must(a.click(`[role=tab][data-tab=operator]`))
+	a.must(a.Click(`[role=tab][data-tab=operator]`))
 	a.wait(`document.querySelector('#operator li[data-principal="alice"] button')`)
-	a.must(a.click(`#operator li[data-principal="alice"] button`))
+	a.must(a.Click(`#operator li[data-principal="alice"] button`))
 	review := `#operator li[data-review="` + d.Pending + `"]`
 	a.wait(`document.querySelector('` + review + `')?.dataset.status === "pending"`)
 	if got := a.js(`document.querySelector('` + review + ` strong').textContent`); got != "add greet" {
 		a.fail("the review shows %q", got)
 	}
-	a.must(a.click(review + ` .reject`))
+	a.must(a.Click(review + ` .reject`))
 	a.wait(`document.querySelector("#operator .policy [role=status]").textContent === "A rejection needs a reason."`)
 	a.shot("operator-review")
 	a.labeled()
-	a.must(a.click(review + ` .approve`))
+	a.must(a.Click(review + ` .approve`))
 	a.wait(`document.querySelector("#operator .policy [role=status]")?.textContent === "Version 2 in force."`)
 	if got := a.js(`document.querySelector('` + review + `').dataset.status`); got != "approved" {
 		a.fail("after Approve the review is %q", got)
 	}
-	a.must(a.click(`#operator .policy .rollback`))
+	a.must(a.Click(`#operator .policy .rollback`))
 	a.wait(`document.querySelector("#operator .policy [role=status]")?.textContent === "Version 1 in force."`)
 	a.shot("operator-rolled-back")
 
 	b := openApp(t, s.URL, "", "signin")
-	b.must(b.typeText("#token", "alice-token"))
-	b.must(b.click("#signin-submit"))
+	b.must(b.TypeText("#token", "alice-token"))
+	b.must(b.Click("#signin-submit"))
 	b.wait(`document.body.dataset.state === "ready" && document.body.dataset.tabs === "shown"`)
 	b.say("hello")
 	b.wait(lastAgent + `?.dataset.state === "completed"`)
@@ -833,10 +828,10 @@ func TestAppSignInThrottled(t *testing.T) {
 	s := startApp(t, appOptions{apiKeys: map[string]string{"alice-key-123": "alice"},
 		throttle: &binding.LoginThrottle{PerAddress: 1, PerPrincipal: -1, Interval: time.Hour}})
 	a := openApp(t, s.URL, "", "signin")
-	a.must(a.typeText("#key", "wrong-key"))
-	a.must(a.click("#signin-submit"))
+	a.must(a.TypeText("#key", "wrong-key"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.querySelector("#signin-error").textContent === "The agent refused these credentials."`)
-	a.must(a.click("#signin-submit"))
+	a.must(a.Click("#signin-submit"))
 	a.wait(`document.querySelector("#signin-error").textContent.startsWith("Too many attempts")`)
 	if got := a.js(`document.querySelector("#signin-error").textContent`); !regexp.MustCompile(`^Too many attempts: try again in \d+ seconds\.$`).MatchString(got) {
 		a.fail("throttled, the dialog says %q", got)

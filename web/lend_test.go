@@ -10,6 +10,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
+	"github.com/a2awebcap/a2awebcap/internal/cdptest"
 	"github.com/a2awebcap/a2awebcap/web"
 )
 
@@ -68,7 +69,7 @@ out.done = "true";
 // it.
 func TestBrowserLendsACapability(t *testing.T) {
 	t.Parallel()
-	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
+	chromium := cdptest.Need(t, cdptest.ChromiumPath, "apt-get install chromium, or make chromium as root")
 
 	pol := &agent.Policy{Rules: []agent.Rule{
 		{Name: "read", When: `command == "read"`, Action: agent.CallTool, Reason: "the user asked",
@@ -94,20 +95,20 @@ func TestBrowserLendsACapability(t *testing.T) {
 			return page
 		}})
 
-	b := startBrowser(t, chromium)
-	p, err := b.open(srv.URL + "/lend/")
+	b := cdptest.Start(t, chromium)
+	p, err := b.Open(srv.URL + "/lend/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	waitErr := p.waitFor(ctx, `String(document.body?.dataset.done === "true")`)
+	waitErr := p.WaitFor(ctx, `String(document.body?.dataset.done === "true")`)
 	get := func(key string) string {
-		v, _ := p.eval(`document.body.dataset.` + key + ` ?? ""`)
+		v, _ := p.Eval(`document.body.dataset.` + key + ` ?? ""`)
 		return v
 	}
 	if waitErr != nil || get("error") != "" {
-		t.Fatalf("the page: %v %s\npage log:\n%s", waitErr, get("error"), strings.Join(b.log, "\n"))
+		t.Fatalf("the page: %v %s\npage log:\n%s", waitErr, get("error"), strings.Join(b.Log(), "\n"))
 	}
 	for key, want := range map[string]string{
 		"name":       "document",

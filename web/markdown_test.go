@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/internal/cdptest"
 	"github.com/a2awebcap/a2awebcap/web"
 )
 
@@ -16,17 +17,17 @@ import (
 // links included, as text.
 func TestMarkdown(t *testing.T) {
 	t.Parallel()
-	chromium := need(t, chromiumPath, "apt-get install chromium, or make chromium as root")
+	chromium := cdptest.Need(t, cdptest.ChromiumPath, "apt-get install chromium, or make chromium as root")
 	srv := httptest.NewServer(http.StripPrefix("/web/", web.Handler()))
 	defer srv.Close()
-	b := startBrowser(t, chromium)
-	p, err := b.open(srv.URL + "/web/")
+	b := cdptest.Start(t, chromium)
+	p, err := b.Open(srv.URL + "/web/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if err := p.waitFor(ctx, `String(document.readyState === "complete")`); err != nil {
+	if err := p.WaitFor(ctx, `String(document.readyState === "complete")`); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ in, want string }{
@@ -52,7 +53,7 @@ func TestMarkdown(t *testing.T) {
 		{strings.Repeat(">", 50) + " deep", ""},
 	} {
 		in, _ := json.Marshal(tc.in)
-		got, err := p.await(`import("./markdown.js").then(m => { const d = document.createElement("div"); d.append(m.render(` + string(in) + `)); return d.innerHTML; })`)
+		got, err := p.Await(`import("./markdown.js").then(m => { const d = document.createElement("div"); d.append(m.render(` + string(in) + `)); return d.innerHTML; })`)
 		if err != nil {
 			t.Fatalf("render(%q): %v", tc.in, err)
 		}

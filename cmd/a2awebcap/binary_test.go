@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awebcap/a2awebcap/internal/cdptest"
 	"github.com/a2awebcap/a2awebcap/web"
 )
 
@@ -129,6 +131,31 @@ func TestBinaryServesWebAppFromAnyDirectory(t *testing.T) {
 			t.Errorf("serve left %s in its working directory", e.Name())
 		}
 	}
+	// And the page works: in headless Chromium it connects to the binary's agent, and a
+	// message sent from it is answered in the chat.
+	chromium := cdptest.Need(t, cdptest.ChromiumPath, "apt-get install chromium, or make chromium as root")
+	page, err := cdptest.Start(t, chromium).Open(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	agentSays := `[...document.querySelectorAll("#transcript .bubble.agent")].at(-1)?.querySelector(".body").textContent.trim()`
+	err = page.WaitFor(ctx, `String(document.body?.dataset.state === "ready")`)
+	if err == nil {
+		err = page.TypeText("#text", "echo hello from the binary")
+	}
+	if err == nil {
+		err = page.Press("Enter")
+	}
+	if err == nil {
+		err = page.WaitFor(ctx, `String(`+agentSays+` === "hello from the binary")`)
+	}
+	if err != nil {
+		dom, _ := page.Eval(`document.body?.outerHTML ?? ""`)
+		t.Errorf("the web app, served by the binary: %v\npage log:\n%s\nDOM:\n%s", err, strings.Join(page.Log(), "\n"), dom)
+	}
+
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "a2awebcap ") || !strings.Contains(string(out), "capnweb "+web.CapnwebVersion) {
 		t.Errorf("a2awebcap version: %q, %v", out, err)

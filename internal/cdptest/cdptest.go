@@ -1,4 +1,12 @@
-package web_test
+// Package cdptest drives headless Chromium for tests, through the DevTools protocol over a
+// pipe (no port, no WebSocket, no dependency): a [Browser] per test, [Page]s (tabs) that load a
+// URL, evaluate JavaScript, click, type, press keys, choose files and take screenshots. Every
+// blocking call is bounded: Chromium is killed four minutes after it started, which ends any
+// call waiting on it.
+//
+// Concurrency: a Browser and its Pages belong to the test goroutine that made them; calls are
+// not safe for concurrent use.
+package cdptest
 
 import (
 	"bufio"
@@ -15,11 +23,12 @@ import (
 	"time"
 )
 
-const chromiumPath = "/usr/bin/chromium"
+// ChromiumPath is where Debian's chromium package (and `make chromium`) installs Chromium.
+const ChromiumPath = "/usr/bin/chromium"
 
-// need returns path if it exists; otherwise it skips the test, or fails it when CI is set
+// Need returns path if it exists; otherwise it skips the test, or fails it when CI is set
 // (CI installs what the test needs: see .ci/run and the Makefile).
-func need(t *testing.T, path, hint string) string {
+func Need(t testing.TB, path, hint string) string {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
 		if os.Getenv("CI") != "" {
@@ -30,22 +39,22 @@ func need(t *testing.T, path, hint string) string {
 	return path
 }
 
-// browser is headless Chromium driven through the DevTools protocol over a pipe
+// Browser is headless Chromium driven through the DevTools protocol over a pipe
 // (--remote-debugging-pipe: commands on its fd 3, replies on its fd 4, each message JSON ended
 // by a NUL byte). Chromium's --dump-dom cannot be used: its virtual time does not wait for
 // WebSocket traffic, so it dumps the page before the stream arrives.
-type browser struct {
+type Browser struct {
 	cmd    *exec.Cmd
 	w      io.WriteCloser
 	r      *bufio.Reader
 	stderr string // the file Chromium writes its log to
 	next   int
-	log    []string // the page's console messages and uncaught exceptions
+	log    []string // the pages' console messages and uncaught exceptions
 }
 
-// startBrowser starts Chromium; it is closed when the test ends, and killed if it runs for
+// Start starts Chromium; it is closed when the test ends, and killed if it runs for
 // more than four minutes (so a hung browser fails its test, not the package).
-func startBrowser(t *testing.T, chromium string) *browser {
+func Start(t testing.TB, chromium string) *Browser {
 	t.Helper()
 	dir := t.TempDir()
 	cmdR, cmdW, err := os.Pipe()
@@ -61,7 +70,7 @@ func startBrowser(t *testing.T, chromium string) *browser {
 		t.Fatal(err)
 	}
 	defer stderr.Close()
-	b := &browser{w: cmdW, r: bufio.NewReader(resR), stderr: stderr.Name()}
+	b := &Browser{w: cmdW, r: bufio.NewReader(resR), stderr: stderr.Name()}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	// As root (CI, containers) Chromium runs only without its sandbox. The flags after it keep
 	// Chromium off the network: this machine has none but the loopback.
@@ -91,7 +100,7 @@ func startBrowser(t *testing.T, chromium string) *browser {
 }
 
 // chromiumLog returns the end of Chromium's own log, for error messages.
-func (b *browser) chromiumLog() string {
+func (b *Browser) chromiumLog() string {
 	data, _ := os.ReadFile(b.stderr)
 	if len(data) > 4000 {
 		data = data[len(data)-4000:]
@@ -99,7 +108,7 @@ func (b *browser) chromiumLog() string {
 	return string(data)
 }
 
-func (b *browser) send(session, method string, params any) error {
+func (b *Browser) send(session, method string, params any) error {
 	b.next++
 	msg := map[string]any{"id": b.next, "method": method}
 	if params != nil {
@@ -118,7 +127,7 @@ func (b *browser) send(session, method string, params any) error {
 
 // call sends a command and decodes its result into result (nil: ignore it). Events that arrive
 // meanwhile are logged when they are the page's console output or exceptions.
-func (b *browser) call(session, method string, params, result any) error {
+func (b *Browser) call(session, method string, params, result any) error {
 	if err := b.send(session, method, params); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
@@ -155,7 +164,7 @@ func (b *browser) call(session, method string, params, result any) error {
 	}
 }
 
-func (b *browser) event(method string, params json.RawMessage) {
+func (b *Browser) event(method string, params json.RawMessage) {
 	switch method {
 	case "Runtime.consoleAPICalled":
 		var p struct {
@@ -187,14 +196,14 @@ func (b *browser) event(method string, params json.RawMessage) {
 	}
 }
 
-// page is one tab.
-type page struct {
-	b       *browser
+// Page is one tab.
+type Page struct {
+	b       *Browser
 	session string
 }
 
-// open opens url in a new tab.
-func (b *browser) open(url string) (*page, error) {
+// Open opens url in a new tab.
+func (b *Browser) Open(url string) (*Page, error) {
 	var target struct{ TargetID string }
 	if err := b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
 		return nil, err
@@ -203,15 +212,15 @@ func (b *browser) open(url string) (*page, error) {
 	if err := b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
 		return nil, err
 	}
-	p := &page{b: b, session: attached.SessionID}
+	p := &Page{b: b, session: attached.SessionID}
 	if err := b.call(p.session, "Runtime.enable", nil, nil); err != nil {
 		return nil, err
 	}
 	return p, b.call(p.session, "Page.navigate", map[string]any{"url": url}, nil)
 }
 
-// eval evaluates a JavaScript expression in the page and returns its value as a string.
-func (p *page) eval(expr string) (string, error) {
+// Eval evaluates a JavaScript expression in the page and returns its value as a string.
+func (p *Page) Eval(expr string) (string, error) {
 	var res struct {
 		Result           struct{ Value any }
 		ExceptionDetails *struct{ Text string }
@@ -227,10 +236,10 @@ func (p *page) eval(expr string) (string, error) {
 	return s, nil
 }
 
-// waitFor polls expr, every 50 ms, until it is the string "true" or ctx ends.
-func (p *page) waitFor(ctx context.Context, expr string) error {
+// WaitFor polls expr, every 50 ms, until it is the string "true" or ctx ends.
+func (p *Page) WaitFor(ctx context.Context, expr string) error {
 	for {
-		v, err := p.eval(expr)
+		v, err := p.Eval(expr)
 		if err == nil && v == "true" {
 			return nil
 		}
@@ -242,35 +251,35 @@ func (p *page) waitFor(ctx context.Context, expr string) error {
 	}
 }
 
-// size sets the tab's viewport, in CSS pixels.
-func (p *page) size(width, height int) error {
+// Size sets the tab's viewport, in CSS pixels.
+func (p *Page) Size(width, height int) error {
 	return p.b.call(p.session, "Emulation.setDeviceMetricsOverride",
 		map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 760}, nil)
 }
 
-// navigate loads url in the tab.
-func (p *page) navigate(url string) error {
+// Navigate loads url in the tab.
+func (p *Page) Navigate(url string) error {
 	return p.b.call(p.session, "Page.navigate", map[string]any{"url": url}, nil)
 }
 
-// reload reloads the tab, as the user's reload button does.
-func (p *page) reload() error {
+// Reload reloads the tab, as the user's reload button does.
+func (p *Page) Reload() error {
 	return p.b.call(p.session, "Page.reload", map[string]any{"ignoreCache": true}, nil)
 }
 
-// click clicks the element selector names (the first match), as a user's click does.
-func (p *page) click(selector string) error {
-	v, err := p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return "none"; e.scrollIntoView({block: "center"}); e.click(); return "ok"; })()`, selector))
+// Click clicks the element selector names (the first match), as a user's click does.
+func (p *Page) Click(selector string) error {
+	v, err := p.Eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return "none"; e.scrollIntoView({block: "center"}); e.click(); return "ok"; })()`, selector))
 	if err == nil && v != "ok" {
 		err = fmt.Errorf("no element %s to click", selector)
 	}
 	return err
 }
 
-// typeText focuses the element selector names and types text into it, as a keyboard does
+// TypeText focuses the element selector names and types text into it, as a keyboard does
 // (Input.insertText: the page sees input events).
-func (p *page) typeText(selector, text string) error {
-	v, err := p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return "none"; e.focus(); return "ok"; })()`, selector))
+func (p *Page) TypeText(selector, text string) error {
+	v, err := p.Eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return "none"; e.focus(); return "ok"; })()`, selector))
 	if err == nil && v != "ok" {
 		err = fmt.Errorf("no element %s to type into", selector)
 	}
@@ -280,8 +289,8 @@ func (p *page) typeText(selector, text string) error {
 	return p.b.call(p.session, "Input.insertText", map[string]any{"text": text}, nil)
 }
 
-// press presses and releases a key (e.g. "Enter") on the focused element.
-func (p *page) press(key string) error {
+// Press presses and releases a key (e.g. "Enter") on the focused element.
+func (p *Page) Press(key string) error {
 	codes := map[string]int{"Enter": 13, "Escape": 27}
 	for _, typ := range []string{"keyDown", "keyUp"} {
 		params := map[string]any{"type": typ, "key": key, "code": key, "windowsVirtualKeyCode": codes[key]}
@@ -295,8 +304,8 @@ func (p *page) press(key string) error {
 	return nil
 }
 
-// screenshot writes a PNG of the tab to path.
-func (p *page) screenshot(path string) error {
+// Screenshot writes a PNG of the tab to path.
+func (p *Page) Screenshot(path string) error {
 	var res struct{ Data []byte }
 	if err := p.b.call(p.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &res); err != nil {
 		return err
@@ -304,9 +313,9 @@ func (p *page) screenshot(path string) error {
 	return os.WriteFile(path, res.Data, 0o644)
 }
 
-// await evaluates a JavaScript expression whose value is a promise and returns what it
+// Await evaluates a JavaScript expression whose value is a promise and returns what it
 // resolves to, as a string.
-func (p *page) await(expr string) (string, error) {
+func (p *Page) Await(expr string) (string, error) {
 	var res struct {
 		Result           struct{ Value any }
 		ExceptionDetails *struct {
@@ -325,8 +334,8 @@ func (p *page) await(expr string) (string, error) {
 	return s, nil
 }
 
-// setFiles sets the files of the file input selector names, as a user choosing them does.
-func (p *page) setFiles(selector string, paths ...string) error {
+// SetFiles sets the files of the file input selector names, as a user choosing them does.
+func (p *Page) SetFiles(selector string, paths ...string) error {
 	var doc struct{ Root struct{ NodeID int } }
 	if err := p.b.call(p.session, "DOM.getDocument", nil, &doc); err != nil {
 		return err
@@ -337,3 +346,10 @@ func (p *page) setFiles(selector string, paths ...string) error {
 	}
 	return p.b.call(p.session, "DOM.setFileInputFiles", map[string]any{"nodeId": node.NodeID, "files": paths}, nil)
 }
+
+// Log returns what the browser's pages logged so far: their console messages and uncaught
+// exceptions, one a line.
+func (b *Browser) Log() []string { return b.log }
+
+// Log returns what the browser's pages logged so far (see [Browser.Log]).
+func (p *Page) Log() []string { return p.b.log }
