@@ -323,9 +323,11 @@ class Turn {
     this.extra.replaceChildren(card);
   }
 
+  // failed shows why the agent did not take the message: an A2A error's message (the agent
+  // refused it: "refused"), or what went wrong ("error").
   failed(err) {
-    this.setText(`Error: ${errorText(err)}`);
-    this.tag.textContent = "error";
+    this.setText(err?.code !== undefined ? String(err.message) : `Error: ${errorText(err)}`);
+    this.tag.textContent = err?.code !== undefined ? "refused" : "error";
     this.tag.hidden = false;
     this.cancelButton.hidden = true;
     this.el.dataset.state = "error";
@@ -699,7 +701,7 @@ async function refreshSession() {
   const out = [dl, ...budgets, ...warnings];
   if (m.collapse) {
     out.push(el("p", { className: "warning" }, `Ended: ${m.collapse.reason ?? ""} ${m.collapse.detail ?? ""}`));
-    const fork = el("button", { type: "button" }, "Fork");
+    const fork = el("button", { type: "button", className: "fork" }, "Fork");
     fork.addEventListener("click", async () => {
       try {
         const n = await app.conn.call((s) => s.session(app.contextId).fork());

@@ -838,3 +838,37 @@ func TestAppSignInThrottled(t *testing.T) {
 	}
 	a.shot("signin-throttled")
 }
+
+// A conversation whose budget is spent collapses: the next message is refused (its bubble
+// says so), the Session tab says why it ended and offers Fork, which opens a new conversation
+// that goes on.
+func TestAppForksACollapsedSession(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{def: &agent.Definition{Name: "helper", Policy: agent.Assistant(),
+		Sessions: session.Config{Budget: session.Budget{Turns: 1}}}})
+	a := openApp(t, s.URL, "", "ready")
+	a.say("echo one")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	first := a.js(`location.hash`)
+	a.say("echo two")
+	a.wait(agentBubbles + `.length === 2 && !["working", "submitted", ""].includes(` + lastAgent + `.dataset.state)`)
+	refused := a.js(lastAgent + `.querySelector(".tag").textContent + ": " + ` + lastAgent + `.querySelector(".body").textContent.trim()`)
+	if !strings.HasPrefix(refused, "refused: ") || !strings.Contains(refused, "is collapsed (turn budget spent at turn 1)") {
+		a.fail("the message after the budget shows %q", refused)
+	}
+	a.wait(`!document.querySelector('[role=tab][data-tab=session]').hidden`)
+	a.must(a.Click(`[role=tab][data-tab=session]`))
+	a.wait(`document.querySelector("#session .fork")`)
+	if ended := a.js(`[...document.querySelectorAll("#session .warning")].map(w => w.textContent.trim()).join(" | ")`); ended != "Ended: turns used 1 of 1" {
+		a.fail("the Session tab says %q", ended)
+	}
+	a.shot("session-collapsed")
+	a.must(a.Click(`#session .fork`))
+	a.wait(`location.hash !== "` + first + `" && document.querySelectorAll("#transcript .bubble").length === 0`)
+	a.say("echo three")
+	a.wait(lastAgent + `?.dataset.state && ` + lastAgent + `.dataset.state !== "working" && ` + lastAgent + `.dataset.state !== "submitted"`)
+	if got := a.js(lastAgent + `.dataset.state + ": " + ` + lastAgent + `.querySelector(".body").textContent.trim()`); got != "completed: three" {
+		a.fail("in the fork, the answer is %q", got)
+	}
+	a.shot("session-forked")
+}
