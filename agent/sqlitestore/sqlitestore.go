@@ -1,7 +1,12 @@
 // Package sqlitestore is the agent.Store in SQLite: every instance (agent, tenant, principal)
 // with its observation log, beliefs, goals, policy versions, working state, reviews, turn
 // records and session documents, in tables of their own (agent_*), so they can share the
-// database file of the task store (store/sqlite). A commit is one transaction.
+// database file of the task store (store/sqlite). A commit is atomic: the commits waiting
+// together (SQLite has one writer) share one transaction, each under a savepoint of its own.
+//
+// Concurrency: one goroutine, the committer (started by Open, stopped by Close), runs the
+// commits; Commit hands it its batch and waits for the outcome. Reads go through database/sql's
+// one connection, between the committer's transactions.
 //
 // A database written before instances were per principal (one agent's memory per name) is
 // migrated in place: each agent's memory becomes its anonymous principal's instance.
@@ -227,7 +232,23 @@ type Store struct {
 	// ids are the instance IDs committed so far: an instance row, once committed, is never
 	// deleted nor renumbered, so a commit need not look it up again.
 	ids sync.Map // agent.Key → int64
+	// Group commit: Commit hands its batch to the committer goroutine, which runs the batches
+	// waiting together in one transaction, each under a savepoint of its own (see commitGroup).
+	reqs      chan *commitReq
+	quit      chan struct{}
+	committer sync.WaitGroup
+	closeOnce sync.Once
 }
+
+// commitReq is one Commit waiting for the committer.
+type commitReq struct {
+	key  agent.Key
+	b    *agent.Batch
+	done chan error
+}
+
+// maxGroup bounds the batches one transaction commits.
+const maxGroup = 64
 
 // Commit's statements.
 const (
@@ -259,8 +280,15 @@ var (
 	sqlReview = upsertSQL("agent_reviews", "review")
 )
 
+// The savepoint each batch of a group commits under (commitGroup).
+const (
+	sqlSavepoint  = `SAVEPOINT batch`
+	sqlRollbackTo = `ROLLBACK TO batch`
+	sqlRelease    = `RELEASE batch`
+)
+
 var commitSQL = []string{sqlInsertInstance, sqlInstance, sqlInsertObs, sqlInsertTerm, sqlWorking, sqlCapabilities, sqlInsertPolicy,
-	sqlCurrent, sqlInsertTurn, sqlSession, sqlBelief, sqlGoal, sqlReview}
+	sqlCurrent, sqlInsertTurn, sqlSession, sqlBelief, sqlGoal, sqlReview, sqlSavepoint, sqlRollbackTo, sqlRelease}
 
 var _ agent.Store = (*Store)(nil)
 
@@ -302,7 +330,108 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		s.stmts[q] = st
 	}
+	s.reqs, s.quit = make(chan *commitReq), make(chan struct{})
+	s.committer.Add(1)
+	go s.commitLoop()
 	return s, nil
+}
+
+// commitLoop is the committer goroutine: it takes a batch, and those waiting behind it, and
+// commits them together, until Close.
+func (s *Store) commitLoop() {
+	defer s.committer.Done()
+	for {
+		var group []*commitReq
+		select {
+		case r := <-s.reqs:
+			group = append(group, r)
+		case <-s.quit:
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.reqs:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+// commitGroup commits the batches of group in one transaction. Each runs under a savepoint: a
+// batch that fails (a duplicate observation, say) is rolled back alone and gets its error, the
+// others commit. If the transaction itself fails, every batch gets the error and none is saved.
+// Statements run without the callers' contexts, so that one caller's cancellation cannot take
+// the others' batches down with it: a caller waits for its outcome (Commit).
+func (s *Store) commitGroup(group []*commitReq) {
+	ctx := context.Background()
+	errs := make([]error, len(group))
+	ids := make([]int64, len(group))
+	fail := func(err error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	func() {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			fail(wrap("commit", err))
+			return
+		}
+		defer tx.Rollback()
+		exec := func(q string) error {
+			_, err := tx.StmtContext(ctx, s.stmts[q]).ExecContext(ctx)
+			return err
+		}
+		single := len(group) == 1
+		for i, r := range group {
+			if !single {
+				if err := exec(sqlSavepoint); err != nil {
+					fail(wrap("commit", err))
+					return
+				}
+			}
+			ids[i], errs[i] = s.commitBatch(ctx, tx, r.key, r.b)
+			switch {
+			case single && errs[i] != nil:
+				return
+			case single:
+			case errs[i] != nil:
+				// A statement's error may have ended the whole transaction (SQLite rolls it
+				// back on some): then the savepoint is gone, and nothing else may run.
+				if err := exec(sqlRollbackTo); err != nil {
+					fail(wrap("commit", err))
+					return
+				}
+				if err := exec(sqlRelease); err != nil {
+					fail(wrap("commit", err))
+					return
+				}
+			default:
+				if err := exec(sqlRelease); err != nil {
+					fail(wrap("commit", err))
+					return
+				}
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			fail(wrap("commit", err))
+			return
+		}
+		for i, r := range group {
+			if errs[i] == nil {
+				s.ids.Store(r.key, ids[i]) // committed: the row is there for good
+			}
+		}
+	}()
+	for i, r := range group {
+		r.done <- errs[i]
+	}
 }
 
 // exec runs Commit's statement q in tx.
@@ -398,8 +527,14 @@ func indexTerms(ctx context.Context, exec execer, inst, seq int64, text string) 
 // execer runs a statement: tx.ExecContext, or Store.exec's statements prepared once.
 type execer func(ctx context.Context, q string, args ...any) (sql.Result, error)
 
-// Close closes the database.
+// Close stops the committer (after the group it is committing) and closes the database.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.quit != nil {
+			close(s.quit)
+		}
+	})
+	s.committer.Wait()
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -477,13 +612,23 @@ func (s *Store) Load(ctx context.Context, key agent.Key, tail int) (*agent.Snaps
 	return snap, nil
 }
 
-// Commit implements agent.Store.
+// Commit implements agent.Store. The batch commits in one transaction with the batches of
+// other instances that wait with it (commitGroup); once handed over, Commit waits for its
+// outcome whatever ctx does, so that an error always means nothing of the batch was saved.
 func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return wrap("commit", err)
+	r := &commitReq{key: key, b: b, done: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return wrap("commit", errors.New("the store is closed"))
+	case <-ctx.Done():
+		return wrap("commit", ctx.Err())
 	}
-	defer tx.Rollback()
+	return <-r.done
+}
+
+// commitBatch writes b in tx and returns its instance's ID.
+func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, key agent.Key, b *agent.Batch) (int64, error) {
 	exec := func(ctx context.Context, q string, args ...any) (sql.Result, error) {
 		return tx.StmtContext(ctx, s.stmts[q]).ExecContext(ctx, args...)
 	}
@@ -492,83 +637,79 @@ func (s *Store) Commit(ctx context.Context, key agent.Key, b *agent.Batch) error
 		id = v.(int64)
 	} else {
 		if _, err := exec(ctx, sqlInsertInstance, key.Agent, key.Principal.Tenant, key.Principal.Name); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 		if err := tx.StmtContext(ctx, s.stmts[sqlInstance]).QueryRowContext(ctx, key.Agent, key.Principal.Tenant, key.Principal.Name).Scan(&id); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	for _, o := range b.Observations {
 		res, err := exec(ctx, sqlInsertObs, id, o.Seq, o.ID, mustJSON(o))
 		if err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)
+			return 0, fmt.Errorf("%w: %s", agent.ErrDuplicateObservation, o.ID)
 		}
 		if err := indexTerms(ctx, exec, id, o.Seq, o.Text); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	for _, x := range b.Beliefs {
 		if err := upsert(ctx, exec, sqlBelief, id, x.ID, x); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, x := range b.Goals {
 		if err := upsert(ctx, exec, sqlGoal, id, x.ID, x); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, x := range b.Reviews {
 		if err := upsert(ctx, exec, sqlReview, id, x.ID, x); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if b.Working != nil {
 		if _, err := exec(ctx, sqlWorking, id, mustJSON(b.Working)); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	if b.Capabilities != nil {
 		if _, err := exec(ctx, sqlCapabilities, id, []byte(b.Capabilities)); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	for _, v := range b.Policies {
 		res, err := exec(ctx, sqlInsertPolicy, id, v.Version, mustJSON(v))
 		if err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: %d", agent.ErrDuplicatePolicy, v.Version)
+			return 0, fmt.Errorf("%w: %d", agent.ErrDuplicatePolicy, v.Version)
 		}
 	}
 	if b.Current > 0 {
 		if _, err := exec(ctx, sqlCurrent, b.Current, id); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	if t := b.Turn; t != nil {
 		if _, err := exec(ctx, sqlInsertTurn, id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	for _, t := range b.Turns {
 		if _, err := exec(ctx, sqlInsertTurn, id, t.Task, t.Session, t.Number, mustJSON(t)); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
 	for _, d := range b.Sessions {
 		if _, err := exec(ctx, sqlSession, id, d.ID, []byte(d.Doc)); err != nil {
-			return wrap("commit", err)
+			return 0, wrap("commit", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return wrap("commit", err)
-	}
-	s.ids.Store(key, id) // committed: the row is there for good
-	return nil
+	return id, nil
 }
 
 // upsert inserts or replaces item itemID of the instance with q (an upsertSQL), keeping its

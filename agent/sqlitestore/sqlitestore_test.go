@@ -3,8 +3,11 @@ package sqlitestore_test
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/a2awebcap/a2awebcap/agent"
@@ -127,4 +130,54 @@ func TestPendingProposalSurvivesReopeningTheFile(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}, func(s agent.Store) { _ = s.(*sqlitestore.Store).Close() })
+}
+
+// Commits of many instances at once commit together, each batch alone in what it saves: the
+// one that fails (a duplicate observation) saves nothing, the others everything.
+func TestConcurrentCommitsAreEachAtomic(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "db"))
+	ctx := t.Context()
+	key := func(i int) agent.Key {
+		return agent.Key{Agent: "a", Principal: agent.Principal{Name: fmt.Sprint("p", i)}}
+	}
+	obs := func(id string) agent.Observation {
+		return agent.Observation{ID: id, Seq: 1, Kind: "message", Text: "hello " + id}
+	}
+	if err := s.Commit(ctx, key(0), &agent.Batch{Observations: []agent.Observation{obs("o1")}}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			b := &agent.Batch{Observations: []agent.Observation{obs(fmt.Sprint("o", i+1))},
+				Beliefs: []agent.Belief{{ID: "b1", Subject: "s", Value: fmt.Sprint(i), Confidence: 0.9, Status: agent.StatusActive}}}
+			k := key(i + 1)
+			if i == n/2 { // a duplicate of instance 0's observation, with a belief that must not be saved
+				k, b.Observations = key(0), []agent.Observation{obs("o1")}
+			}
+			errs[i] = s.Commit(ctx, k, b)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i == n/2 {
+			if !errors.Is(err, agent.ErrDuplicateObservation) {
+				t.Errorf("the duplicate: %v, want ErrDuplicateObservation", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		snap, err := s.Load(ctx, key(i+1), 10)
+		if err != nil || len(snap.Observations) != 1 || len(snap.Beliefs) != 1 || snap.Beliefs[0].Value != fmt.Sprint(i) {
+			t.Fatalf("instance %d: %+v, %v", i+1, snap, err)
+		}
+	}
+	snap, err := s.Load(ctx, key(0), 10)
+	if err != nil || len(snap.Observations) != 1 || len(snap.Beliefs) != 0 {
+		t.Fatalf("instance 0 after the refused batch: %d observations, %d beliefs, %v", len(snap.Observations), len(snap.Beliefs), err)
+	}
 }
