@@ -490,12 +490,23 @@ async function refreshConversations() {
     if (t.id < c.first.id) c.first = t;
     byContext.set(t.contextId, c);
   }
+  // With the sessions extension, a conversation's own state (collapsed, waiting…) is known.
+  const sessionState = new Map();
+  if ((app.conn.card.capabilities?.extensions ?? []).some((x) => x.uri === SESSIONS_EXT)) {
+    try {
+      const r = await app.conn.call((s) => s.listSessions({ pageSize: 100 }));
+      for (const m of r.sessions ?? []) sessionState.set(m.id, m.state);
+    } catch {
+      // the list stands without
+    }
+  }
   const list = $("#conversations");
   list.replaceChildren();
   for (const c of byContext.values()) {
     const first = (c.first.history ?? []).find((m) => m.role === "ROLE_USER");
     const title = (textOf(first) || "(no text)").slice(0, 60);
-    const b = el("button", { type: "button" }, el("span", { className: "title" }, title), el("span", { className: "sub" }, `${stateName(c.last.status?.state)} · ${when(c.last.status?.timestamp)}`));
+    const state = sessionState.get(c.id) === "collapsed" ? "collapsed" : stateName(c.last.status?.state);
+    const b = el("button", { type: "button" }, el("span", { className: "title" }, title), el("span", { className: "sub" }, `${state} · ${when(c.last.status?.timestamp)}`));
     b.addEventListener("click", () => {
       document.body.classList.remove("nav-open");
       openConversation(c.id);

@@ -463,6 +463,7 @@ func TestAppResumesStreamAfterDrop(t *testing.T) {
 	if n := s.srv.DropWebSockets(); n == 0 {
 		t.Fatal("no WebSocket to drop")
 	}
+	a.wait(`document.body.dataset.state === "reconnecting" || document.body.dataset.state === "ready"`)
 	s.model.tokens <- "two, "
 	s.model.tokens <- "three."
 	s.model.tokens <- ""
@@ -863,6 +864,7 @@ func TestAppForksACollapsedSession(t *testing.T) {
 		a.fail("the Session tab says %q", ended)
 	}
 	a.shot("session-collapsed")
+	a.wait(`document.querySelector("#conversations li .sub")?.textContent.startsWith("collapsed")`)
 	a.must(a.Click(`#session .fork`))
 	a.wait(`location.hash !== "` + first + `" && document.querySelectorAll("#transcript .bubble").length === 0`)
 	a.say("echo three")

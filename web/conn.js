@@ -191,18 +191,27 @@ export class Conn {
     this.adopt(api, session);
   }
 
+  // retry schedules the next attempt after the backoff, telling the seconds left each second.
   retry() {
     if (this.timer !== null) return;
     const wait = this.backoff;
     this.backoff = Math.min(this.backoff * 2, 10000);
-    this.setState("reconnecting", Math.ceil(wait / 1000));
-    this.timer = setTimeout(() => this.attempt(), wait);
+    const at = Date.now() + wait;
+    const tell = () => this.setState("reconnecting", Math.max(0, Math.ceil((at - Date.now()) / 1000)));
+    tell();
+    const tick = setInterval(tell, 1000);
+    this.timer = setTimeout(() => {
+      clearInterval(tick);
+      this.attempt();
+    }, wait);
+    this.stopTick = () => clearInterval(tick);
   }
 
   // attempt tries one connection now: the first call on it (the card) tells whether it works.
   async attempt() {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+    this.stopTick?.();
     if (this.api !== null) return;
     if (this.state === "reconnecting" && this.following === 0 && this.waiters.length === 0) {
       this.setState("offline"); // what needed the connection is over: wait for the user
