@@ -285,6 +285,8 @@ type follow struct {
 	state     a2a.TaskState
 	final     *a2a.Message
 	artifacts []*a2a.Artifact // in order of first appearance, parts appended
+	kept      int             // bytes of text the artifacts hold
+	events    int             // events received
 	paid      *paidOut
 }
 
@@ -366,6 +368,13 @@ func (f *follow) cancel(ctx context.Context) {
 	_, _ = f.cn.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: f.task})
 }
 
+// Bounds of what one call takes from its callee: the events it relays (each is held by the
+// caller's turn until it ends) and the text it keeps for the result.
+const (
+	maxEvents       = 10000
+	maxArtifactText = 1 << 20
+)
+
 // stream reads events until the stream ends, relaying each into the caller's task.
 func (f *follow) stream(ctx context.Context, seq func(func(a2a.Event, error) bool)) error {
 	for ev, err := range seq {
@@ -374,6 +383,10 @@ func (f *follow) stream(ctx context.Context, seq func(func(a2a.Event, error) boo
 				return context.Cause(ctx)
 			}
 			return fmt.Errorf("a2a: agent %s: %w", f.name, err)
+		}
+		if f.events++; f.events > f.h.s.maxEvents() {
+			f.cancel(ctx)
+			return fmt.Errorf("a2a: agent %s sent more than %d events in one call", f.name, f.h.s.maxEvents())
 		}
 		switch e := ev.(type) {
 		case *a2a.Message: // an answer with no task
@@ -426,6 +439,11 @@ func (f *follow) artifact(ctx context.Context, art *a2a.Artifact, appendParts, l
 	}
 	_ = agent.RelayEvent(ctx, agent.Relay{Source: f.source(), Agent: f.name, Task: string(f.task), State: stateName(f.state),
 		Artifact: art, Append: appendParts, LastChunk: last})
+	size := len(partsText(art.Parts))
+	if f.kept+size > maxArtifactText {
+		return // relayed, but not kept for the result: it would outgrow it
+	}
+	f.kept += size
 	for _, a := range f.artifacts {
 		if a.ID == art.ID {
 			if appendParts {

@@ -597,3 +597,19 @@ func (u userRecorder) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) i
 	}
 	return u.recorder.Execute(ctx, ec)
 }
+
+// A callee that streams more events than a call relays is cut off, with a clear error, and
+// its task canceled.
+func TestTooManyEvents(t *testing.T) {
+	t.Parallel()
+	ce := startCallee(t, client.BindingJSONRPC)
+	for range 8 {
+		ce.rec.Step("many")
+	}
+	srv, _ := startCaller(t, peer.WithMaxEvents(peer.Settings{Allow: ce.allow(), Networks: []string{"127.0.0.1/32"}}, 5), callerRules(ce.srv.URL))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, text := final(events(t, ctx, dial(t, srv.URL, "ta"), "ask steps many 8", "")); !strings.Contains(text, "sent more than 5 events in one call") {
+		t.Errorf("caller said %q, want the callee cut off", text)
+	}
+}

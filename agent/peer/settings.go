@@ -53,6 +53,7 @@ type Settings struct {
 
 	timeout  time.Duration
 	networks []netip.Prefix
+	events   int // the bound of events one call relays; 0: maxEvents (a test's lever)
 }
 
 // Credential is what to present to the agents whose URLs start with Prefix: a header whose
@@ -172,8 +173,9 @@ func (s *Settings) check() error {
 	return nil
 }
 
-func (s *Settings) maxDepth() int { return cmpOr(s.MaxDepth, DefaultMaxDepth) }
-func (s *Settings) budget() int   { return cmpOr(s.Budget, DefaultBudget) }
+func (s *Settings) maxDepth() int  { return cmpOr(s.MaxDepth, DefaultMaxDepth) }
+func (s *Settings) budget() int    { return cmpOr(s.Budget, DefaultBudget) }
+func (s *Settings) maxEvents() int { return cmpOr(s.events, maxEvents) }
 
 // credential returns the credential whose prefix is the longest that u starts with, if any.
 func (s *Settings) credential(u string) *Credential {
