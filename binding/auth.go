@@ -12,6 +12,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/grpc/codes"
+
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -52,8 +54,9 @@ func withAuthenticatedUsers(h a2asrv.RequestHandler) a2asrv.RequestHandler {
 
 // authenticate runs auth on the headers of a request from remote, under the login throttle st
 // (nil: none), and returns the context carrying the user, or the rejection for the wire.
-func authenticate(ctx context.Context, st *throttleState, auth Authenticator, headers http.Header, remote string) (context.Context, *requestError) {
+func authenticate(ctx context.Context, st *throttleState, auth Authenticator, headers http.Header, remote string, obs *telemetry.Observer) (context.Context, *requestError) {
 	u, err := st.run(ctx, auth, headers, remote)
+	auditAuth(ctx, obs, remote, err)
 	if err != nil {
 		var rerr *requestError
 		if errors.As(err, &rerr) {
@@ -62,6 +65,14 @@ func authenticate(ctx context.Context, st *throttleState, auth Authenticator, he
 		return ctx, authError(err)
 	}
 	return withUser(ctx, u), nil
+}
+
+// auditAuth reports a refused login (not a request without credentials) to obs.
+func auditAuth(ctx context.Context, obs *telemetry.Observer, remote string, err error) {
+	if err == nil || obs == nil || errors.Is(err, ErrNoCredentials) {
+		return
+	}
+	obs.AuthFailure(bindingOf(ctx), remote, err.Error())
 }
 
 // authError is the wire form of an Authenticator's refusal.

@@ -153,6 +153,7 @@ func (b *capnwebBinding) newMain(r *http.Request) (any, error) {
 // authenticate authenticates headers of a connection from remote, under the login throttle.
 func (b *capnwebBinding) authenticate(ctx context.Context, h http.Header, remote string) (*a2asrv.User, error) {
 	u, err := b.hh.throttle.run(ctx, b.auth, h, remote)
+	auditAuth(withBinding(ctx, bindingCapnweb), b.hh.obs, remote, err)
 	if err != nil {
 		var throttled *requestError
 		if errors.As(err, &throttled) {
@@ -318,7 +319,7 @@ func (s *agentSession) callContext(ctx context.Context, method string, req, perC
 		}
 		sp = a2asrv.NewServiceParams(params)
 	}
-	cctx, cc := a2asrv.NewCallContext(ctx, sp)
+	cctx, cc := a2asrv.NewCallContext(withBinding(ctx, bindingCapnweb), sp)
 	cc.User = s.user
 	return cctx, nil
 }

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"math"
 	"strings"
 
@@ -65,6 +66,8 @@ func newGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions, cardChecks bool) 
 	if cardChecks {
 		h = withCardChecks(h, o.Card, grpcInterfaces(o.Card))
 	}
+	h = observe(h, o.Telemetry)
+	g.obs = o.Telemetry
 	if o.Authenticate != nil {
 		h = withAuthenticatedUsers(h)
 	}
@@ -88,6 +91,7 @@ func newGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions, cardChecks bool) 
 }
 
 type grpcGuard struct {
+	obs       *telemetry.Observer
 	required  []string
 	supported []string
 	auth      Authenticator
@@ -146,6 +150,7 @@ func (s *ctxStream) Context() context.Context { return s.ctx }
 // check validates a call to method and returns the context the service
 // should see (with the extensions metadata split into single URIs).
 func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, error) {
+	ctx = withBinding(ctx, bindingGRPC)
 	service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 	var own string
 	switch service {
@@ -179,7 +184,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 	}
 	if g.auth != nil {
 		var rerr *requestError
-		if ctx, rerr = authenticate(ctx, g.throttle, g.auth, metadataHeaders(md), grpcPeerAddr(ctx)); rerr != nil {
+		if ctx, rerr = authenticate(ctx, g.throttle, g.auth, metadataHeaders(md), grpcPeerAddr(ctx), g.obs); rerr != nil {
 			return ctx, grpcError(rerr)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"io"
 	"mime"
 	"net/http"
@@ -74,12 +75,14 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		h = qh
 	}
 	h = withCardChecks(h, card, httpInterfaces(cs))
+	h = observe(h, o.Telemetry)
 	inner := h // what a2a-go's handlers call
 	if o.Authenticate != nil {
 		inner = withAuthenticatedUsers(h)
 	}
 	hh := &httpHandler{
 		auth:         o.Authenticate,
+		obs:          o.Telemetry,
 		site:         newSiteGuard(&o),
 		throttle:     o.LoginThrottle.counts(),
 		limit:        newLimiter(o.RateLimit),
@@ -116,6 +119,7 @@ type httpHandler struct {
 	restPath     string // base path without trailing slash; "" for the root
 	capnwebPath  string // exact path; "" when the capnweb binding is off
 	auth         Authenticator
+	obs          *telemetry.Observer // nil: not observed
 	site         *siteGuard
 	throttle     *throttleState // nil: failed logins are not throttled
 	limit        *limiter
@@ -181,14 +185,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !h.site.check(w, r, true) {
 			return
 		}
-		if r = h.authenticate(w, r, true); r != nil {
+		if r = h.authenticate(w, r.WithContext(withBinding(r.Context(), bindingJSONRPC)), true); r != nil {
 			h.serveJSONRPC(w, r)
 		}
 	case strings.HasPrefix(p, h.restPath+"/"):
 		if !h.site.check(w, r, false) {
 			return
 		}
-		if r = h.authenticate(w, r, false); r != nil {
+		if r = h.authenticate(w, r.WithContext(withBinding(r.Context(), bindingREST)), false); r != nil {
 			h.serveREST(w, r)
 		}
 	default:
@@ -202,7 +206,7 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonr
 	ctx := r.Context()
 	var rerr *requestError
 	if h.auth != nil {
-		ctx, rerr = authenticate(ctx, h.throttle, h.auth, r.Header, r.RemoteAddr)
+		ctx, rerr = authenticate(ctx, h.throttle, h.auth, r.Header, r.RemoteAddr, h.obs)
 	}
 	if rerr == nil {
 		rerr = h.limit.check(ctx, r.RemoteAddr)

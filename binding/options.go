@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"time"
 
 	"github.com/a2awebcap/a2awebcap/agent/session"
@@ -193,6 +194,10 @@ type Options struct {
 	// of this handler, and the card declares it. Zero (nil): not served.
 	Memory MemoryService
 
+	// Telemetry observes every A2A call (request log, metrics, spans continuing the caller's
+	// W3C trace context) and refused logins (docs/operations.md). Zero (nil): none.
+	Telemetry *telemetry.Observer
+
 	// TransportOptions are passed to a2a-go's HTTP handlers (for example
 	// a2asrv.WithTransportPanicHandler). Zero: none. The keep-alive interval
 	// comes from KeepAlive and is appended after these.
@@ -246,6 +251,9 @@ type GRPCOptions struct {
 	// Memory serves the memory extension as the gRPC service
 	// a2awebcap.memory.v1.MemoryService. Zero (nil): not served.
 	Memory MemoryService
+
+	// Telemetry observes every call, as Options.Telemetry does. Zero (nil): none.
+	Telemetry *telemetry.Observer
 
 	// ServerOptions are passed to grpc.NewServer after the binding's own
 	// (interceptors, message size), so they can add credentials, keepalive

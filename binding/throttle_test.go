@@ -37,7 +37,7 @@ func creds(user, pass string) http.Header { return http.Header{"User": {user}, "
 func claimedUser(h http.Header) string { return h.Get("User") }
 
 func try(st *throttleState, p *passwords, remote string, h http.Header) (reason string) {
-	_, rerr := authenticate(context.Background(), st, p.auth, h, remote)
+	_, rerr := authenticate(context.Background(), st, p.auth, h, remote, nil)
 	if rerr == nil {
 		return "ok"
 	}
@@ -65,7 +65,7 @@ func TestLoginThrottlePerAddress(t *testing.T) {
 			t.Errorf("the Authenticator ran %d times for 303 guesses, want 3", n)
 		}
 		// The refusal says when to retry: one failure comes back after Interval.
-		_, rerr := authenticate(context.Background(), st, p.auth, creds("alice", "x"), attacker)
+		_, rerr := authenticate(context.Background(), st, p.auth, creds("alice", "x"), attacker, nil)
 		if got := rerr.meta["retryAfterSeconds"]; got != "10" {
 			t.Errorf("Retry-After = %s s, want 10", got)
 		}
@@ -108,7 +108,7 @@ func TestLoginThrottleConcurrent(t *testing.T) {
 		var throttled atomic.Int64
 		for range 100 {
 			wg.Go(func() {
-				if _, rerr := authenticate(context.Background(), st, slow, creds("alice", "guess"), "192.0.2.1:1"); rerr != nil && rerr.reason == "LOGIN_THROTTLED" {
+				if _, rerr := authenticate(context.Background(), st, slow, creds("alice", "guess"), "192.0.2.1:1", nil); rerr != nil && rerr.reason == "LOGIN_THROTTLED" {
 					throttled.Add(1)
 				}
 			})

@@ -195,7 +195,7 @@ func newFromCard(ctx context.Context, card *a2a.AgentCard, o *Options, own *http
 	fopts := []a2aclient.FactoryOption{
 		a2aclient.WithDefaultsDisabled(),
 		a2aclient.WithConfig(cfg),
-		a2aclient.WithCallInterceptors(o.Interceptors...),
+		a2aclient.WithCallInterceptors(append([]a2aclient.CallInterceptor{traceInterceptor{}}, o.Interceptors...)...),
 	}
 	for _, b := range bindings {
 		fopts = append(fopts, a2aclient.WithTransport(b.Protocol(), ch.record(b, o.factory(b, card))))

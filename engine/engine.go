@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"iter"
 	"log/slog"
 	"runtime"
@@ -98,6 +99,7 @@ type Engine struct {
 	// once draining with none.
 	draining atomic.Bool
 	active   atomic.Int64
+	running  atomic.Int64 // runs under way: the executor runs
 	idle     chan struct{}
 	idleOnce sync.Once
 
@@ -199,6 +201,9 @@ func (e *Engine) Close(ctx context.Context) error {
 // ErrDraining is the error of a message sent to an engine that is draining (Drain): it runs
 // no new task. Wrapped in a2a.ErrServerError.
 var ErrDraining = errors.New("engine: draining: the server is shutting down")
+
+// Running is the number of tasks whose executor runs in this engine now.
+func (e *Engine) Running() int { return int(e.running.Load()) }
 
 // Drain stops taking new tasks (a message that would start or resume one is refused with
 // ErrDraining) and waits until the running tasks have finished, or were interrupted (waiting
@@ -422,15 +427,23 @@ func (ts *taskState) waitLocked(finalOnly bool) <-chan struct{} {
 // the engine's context, a lock and a map update shared by all runs, twice per task. Close
 // cancels the runs it finds in the task map instead, and a run that starts once Close began
 // starts canceled.
-func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task, push []*a2a.PushConfig) {
+//
+// The run continues the trace of the call that started it (span, when valid): what the
+// executor does, a call to another agent included, belongs to that trace.
+func (e *Engine) startRunLocked(ts *taskState, execCtx *a2asrv.ExecutorContext, initial *a2a.Task, rec *store.Task, push []*a2a.PushConfig, span trace.SpanContext) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(e.ctx))
+	if span.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, span)
+	}
 	r := &run{cancel: cancel, done: make(chan struct{}), execCtx: execCtx, push: push}
 	ts.run = r
 	if e.ctx.Err() != nil {
 		cancel(context.Cause(e.ctx)) // Close has begun, and may have visited ts already
 	}
 	e.active.Add(1)
+	e.running.Add(1)
 	e.goWork(func() {
+		defer e.running.Add(-1)
 		defer e.exit()
 		defer close(r.done)
 		defer cancel(errRunEnded)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"iter"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 		ts.mu.Lock()
 		ts.owner = owner
 		// An inline push config is stored with the task, so it gets the task's first events.
-		e.startRunLocked(ts, execCtx, initial, nil, inlinePushConfig(req, id))
+		e.startRunLocked(ts, execCtx, initial, nil, inlinePushConfig(req, id), trace.SpanContextFromContext(ctx))
 		ts.mu.Unlock()
 		return ts, owner, 0, nil
 	}
@@ -155,7 +156,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, stored
 	ts.mu.Lock()
 	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
-	e.startRunLocked(ts, execCtx, nil, next, nil)
+	e.startRunLocked(ts, execCtx, nil, next, nil, trace.SpanContextFromContext(ctx))
 	ts.unlock()
 	return ts, owner, rec.LastSeq, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -110,7 +111,7 @@ func (e *Engine) resume(rec *store.Task) error {
 		ts.rec, ts.partial = cloneRec(rec), false
 	}
 	e.log.Info("engine: resuming a task", "task", rec.Task.ID)
-	e.startRunLocked(ts, execCtx, nil, cloneRec(rec), nil)
+	e.startRunLocked(ts, execCtx, nil, cloneRec(rec), nil, trace.SpanContext{})
 	return nil
 }
 
