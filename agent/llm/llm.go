@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -62,6 +63,9 @@ type Options struct {
 	MaxToolCalls int
 	// MaxTokens caps the completion; zero leaves it to the server.
 	MaxTokens int
+	// Logger receives a warning for each failed call, with the endpoint and the transport's
+	// error; the error returned says what failed without addresses. nil: not logged.
+	Logger *slog.Logger
 }
 
 // Client calls one model at one endpoint. It is safe for concurrent use.
@@ -124,7 +128,7 @@ func (c *Client) Chat(ctx context.Context, msgs []Message) (string, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.o.MaxResponseBytes+1))
 	if err != nil {
-		return "", fmt.Errorf("llm: %w", err)
+		return "", c.sanitize(ctx, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("%w: HTTP status %d", ErrResponse, resp.StatusCode)
@@ -147,7 +151,10 @@ func (c *Client) post(ctx context.Context, body []byte) (*http.Response, error) 
 	}
 	resp, err := c.o.HTTPClient.Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("llm: %w", err)
+		return nil, c.sanitize(ctx, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.logFailure(fmt.Sprintf("HTTP status %d", resp.StatusCode), errors.New(resp.Status))
 	}
 	return resp, nil
 }

@@ -111,9 +111,10 @@ func (c *Client) Complete(ctx context.Context, msgs []agent.ChatMessage, tools [
 	}
 	s := &stream{max: c.o.MaxToolCalls, onText: onText}
 	if err := s.read(resp.Body, c.o.MaxResponseBytes, c.o.MaxChunkBytes); err != nil {
-		if ctx.Err() != nil {
-			return agent.ChatMessage{}, fmt.Errorf("llm: %w", context.Cause(ctx))
+		if ctx.Err() != nil || !errors.Is(err, ErrResponse) {
+			return agent.ChatMessage{}, c.sanitize(ctx, err) // the connection's error
 		}
+		c.logFailure("bad response", err)
 		return agent.ChatMessage{}, err
 	}
 	return s.answer()
