@@ -8,12 +8,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/a2aproject/a2a-go/v2/a2a"
+	"log/slog"
 	"slices"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/factory"
+	"github.com/a2awebcap/a2awebcap/agent/llm"
 	"github.com/a2awebcap/a2awebcap/hosting"
+	"github.com/a2awebcap/a2awebcap/telemetry"
 )
 
 // agentsConfig is the -agents flag.
@@ -50,7 +55,7 @@ func (a *agentsConfig) check(fs *flag.FlagSet) error {
 // runtime limits, sessions and prices, and the capabilities the server can make (fs under
 // -fs-root, a directory per agent; fetch with -fetch-allow unless a definition says; the
 // packages of -capability-packages).
-func hostedAgents(ctx context.Context, c serveConfig) (*hosting.Agents, func(), error) {
+func hostedAgents(ctx context.Context, c serveConfig, log *slog.Logger, obs *telemetry.Observer) (*hosting.Agents, func(), error) {
 	defs, err := hosting.ReadDefinitions(c.agents.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-agents: %w", err)
@@ -100,6 +105,9 @@ func hostedAgents(ctx context.Context, c serveConfig) (*hosting.Agents, func(), 
 			o, ok := packages[name]
 			return o, ok, nil
 		}}
+	opts.NewModel = func(m *hosting.Model, key string) agent.Model {
+		return observedModel{m: llm.New(m.URL, m.Model, &llm.Options{APIKey: key, Logger: log}), name: m.Model, obs: obs, prices: prices}
+	}
 	agents, err := hosting.New(defs, opts)
 	if err != nil {
 		return fail(fmt.Errorf("-agents: %w", err))

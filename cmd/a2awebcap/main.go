@@ -46,6 +46,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/memory"
 	"github.com/a2awebcap/a2awebcap/store/sqlite"
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"github.com/a2awebcap/a2awebcap/web"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -258,6 +259,11 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	ob, err := c.ops.observe(log)
+	if err != nil {
+		return err
+	}
+	defer ob.close()
 	clusterParts, closeCluster, err := c.cluster.open(ctx, c.db, log)
 	if err != nil {
 		return err
@@ -275,7 +281,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	var cards []*a2a.AgentCard
 	switch {
 	case c.agents.path != "":
-		agents, closeAgents, err := hostedAgents(ctx, c)
+		agents, closeAgents, err := hostedAgents(ctx, c, log, ob.obs)
 		if err != nil {
 			return err
 		}
@@ -294,7 +300,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	case c.agent == "conformance":
 		exec = &agents.Conformance{}
 	case c.agent == "notes", c.agent == "runtime":
-		h, closeAgent, err := runtimeHost(ctx, c, os.Getenv("A2AWEBCAP_LLM_API_KEY"))
+		h, closeAgent, err := runtimeHost(ctx, c, os.Getenv("A2AWEBCAP_LLM_API_KEY"), log, ob.obs)
 		if err != nil {
 			return err
 		}
@@ -354,8 +360,9 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 	}
 
-	eng := engine.New(exec, st, &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits(), ExtendedCard: extended,
+	eng := engine.New(exec, telemetry.Store(st, ob.obs), &engine.Options{Logger: log, NoPushNotifications: c.noPush, Push: pusher, PushConfigLimits: c.push.limits(), ExtendedCard: extended,
 		Cluster: clusterParts.engine})
+	ob.obs.RunningTasks(eng.Running)
 	if n, err := eng.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering tasks: %w", err)
 	} else if n > 0 {
@@ -400,7 +407,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		CardSigner: cardSign,
 		BaseURL:    c.baseURL, GRPCAddress: c.grpcAddr, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
 		Capabilities: capabilityStore(st), LoginThrottle: loginThrottle, AgentCapabilities: agentCaps, Sessions: sessions, Operator: operator, Memory: memory,
-		Capnweb: &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
+		Capnweb:   &capnweb.HandlerOptions{Session: capnweb.Options{Logger: log}},
+		Telemetry: ob.obs,
 	}
 	if err := c.limits.apply(hopts, c.addr); err != nil {
 		return err
@@ -418,6 +426,29 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", readyz(eng))
+	metricsURL := "/metrics"
+	if c.ops.metricsAddr == "" {
+		mux.Handle("GET /metrics", ob.metricsHandler(authenticate, c.sessions.operatorNames()))
+		if authenticate != nil {
+			metricsURL += " (operators only)"
+		}
+	} else {
+		m := http.NewServeMux()
+		m.Handle("GET /metrics", ob.metricsHandler(nil, nil))
+		stopMetrics, err := serveAside(c.ops.metricsAddr, m)
+		if err != nil {
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		defer stopMetrics()
+		metricsURL = "http://" + c.ops.metricsAddr + "/metrics"
+	}
+	if c.ops.pprofAddr != "" {
+		stopPprof, err := serveAside(c.ops.pprofAddr, pprofHandler())
+		if err != nil {
+			return fmt.Errorf("-pprof-addr: %w", err)
+		}
+		defer stopPprof()
+	}
 	if pushKey != nil {
 		mux.Handle("GET "+push.JWKSPath, pushKey)
 	}
@@ -451,7 +482,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 		gln = guard.Listen(gln)
 		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, Memory: memory, ServerOptions: c.limits.grpcOptions()}
+			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, Memory: memory, ServerOptions: c.limits.grpcOptions(),
+			Telemetry: ob.obs}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
@@ -464,7 +496,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		go func() { errc <- gs.Serve(gln) }()
 		defer gs.Stop()
 	}
-	c.announce(log, scheme, ln.Addr().String(), multi, schemes, hopts)
+	c.announce(log, scheme, ln.Addr().String(), multi, schemes, hopts, metricsURL)
 
 	select {
 	case err := <-errc:
@@ -572,7 +604,7 @@ func runtimeName(c serveConfig) string {
 // clock and, when c.llmURL is set, a language model called with apiKey) — one instance per
 // principal, their memory beside the tasks (the -db SQLite file or PostgreSQL database, or
 // memory).
-func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host, func(), error) {
+func runtimeHost(ctx context.Context, c serveConfig, apiKey string, log *slog.Logger, obs *telemetry.Observer) (*agent.Host, func(), error) {
 	store, closeStore, err := runtimeStore(ctx, c.db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s agent's memory: %w", c.agent, err)
@@ -587,7 +619,8 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 		closeStore()
 		return nil, nil, err
 	}
-	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes(), Sessions: scfg, ModelName: c.llmModel}
+	def := &agent.Definition{Name: runtimeName(c), Policy: agent.Notes(), Sessions: scfg, ModelName: c.llmModel,
+		Audit: auditCapabilities(store, runtimeName(c), obs)}
 	if err := c.caps.apply(ctx, def); err != nil {
 		closeStore()
 		return nil, nil, err
@@ -601,7 +634,7 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string) (*agent.Host
 		def.Tools = map[string]agent.Tool{"clock": agent.Clock(nil)}
 		def.ToolHelp = map[string]string{"clock": "the current time in UTC (RFC 3339); its input is ignored"}
 		if c.llmURL != "" {
-			def.Model = llm.New(c.llmURL, c.llmModel, &llm.Options{APIKey: apiKey})
+			def.Model = observedModel{m: llm.New(c.llmURL, c.llmModel, &llm.Options{APIKey: apiKey, Logger: log}), name: c.llmModel, obs: obs, prices: prices}
 		}
 	}
 	idle := c.runtime.idle

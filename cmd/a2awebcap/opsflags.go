@@ -4,8 +4,30 @@ package main
 // its log's format and request log, its audit stream, metrics, traces and pprof.
 
 import (
+	"cmp"
+	"context"
 	"flag"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	"fmt"
+	"github.com/a2awebcap/a2awebcap/agent"
+	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/agent/session"
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"io"
 	"log/slog"
 	"net"
@@ -29,6 +51,8 @@ type opsConfig struct {
 	otlpEndpoint string
 	// banner receives the readable start banner (text format); nil: none (tests).
 	banner io.Writer
+	// tp, when set, makes the spans instead of an OTLP exporter (tests).
+	tp     trace.TracerProvider
 	envErr error
 }
 
@@ -193,12 +217,15 @@ func cmpIndex(s, sub string) int {
 
 // announce says, once serve listens on addr, what it serves: the banner for people (text
 // format) or one JSON log line (json format).
-func (c *serveConfig) announce(log *slog.Logger, scheme, addr string, multi *hosting.Agents, schemes []auth.Scheme, hopts *binding.Options) {
+func (c *serveConfig) announce(log *slog.Logger, scheme, addr string, multi *hosting.Agents, schemes []auth.Scheme, hopts *binding.Options, metrics string) {
 	base := strings.TrimSuffix(c.baseURL, "/")
 	if base == "" {
 		base = scheme + "://" + addr
 	}
-	b := bannerInfo{base: base, grpc: c.grpcAddr, store: redactURL(c.db), capnweb: hopts.CapnwebPath != "-"}
+	if strings.HasPrefix(metrics, "/") {
+		metrics = base + metrics
+	}
+	b := bannerInfo{base: base, grpc: c.grpcAddr, store: redactURL(c.db), capnweb: hopts.CapnwebPath != "-", metrics: metrics}
 	if multi != nil {
 		for _, a := range multi.List() {
 			b.multi = append(b.multi, a.Name)
@@ -216,7 +243,7 @@ func (c *serveConfig) announce(log *slog.Logger, scheme, addr string, multi *hos
 	}
 	if c.ops.logFormat == "json" || c.ops.banner == nil {
 		log.Info("serving", "web", base+"/web/", "card", base+"/.well-known/agent-card.json", "agents", b.multi,
-			"agent", b.agents[0], "store", b.store, "grpc", c.grpcAddr, "auth", b.auth)
+			"agent", b.agents[0], "store", b.store, "grpc", c.grpcAddr, "auth", b.auth, "metrics", metrics)
 		return
 	}
 	writeBanner(c.ops.banner, b)
@@ -232,4 +259,169 @@ func (c serveConfig) withDefaultName() serveConfig {
 		c.name = "a2awebcap conformance agent"
 	}
 	return c
+}
+
+// observability is what serve's operator gets: the observer the bindings report to, the
+// metrics registry behind /metrics, and what to close at the end.
+type observability struct {
+	obs     *telemetry.Observer
+	reg     *prometheus.Registry
+	closers []func()
+}
+
+func (ob *observability) close() {
+	for i := len(ob.closers) - 1; i >= 0; i-- {
+		ob.closers[i]()
+	}
+}
+
+// observe makes the observer: request log to log (unless -log-requests=false), audit stream
+// to -audit-log or log, metrics, and traces exported to -otlp-endpoint (or made by o.tp).
+func (o *opsConfig) observe(log *slog.Logger) (*observability, error) {
+	tp := o.tp
+	ob := &observability{reg: prometheus.NewRegistry()}
+	ob.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	topts := &telemetry.Options{Audit: log, Registerer: ob.reg, TracerProvider: tp}
+	if o.logRequests {
+		topts.Logger = log
+	}
+	if o.auditLog != "" {
+		f, err := os.OpenFile(o.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("-audit-log: %w", err)
+		}
+		ob.closers = append(ob.closers, func() { _ = f.Close() })
+		topts.Audit = slog.New(slog.NewJSONHandler(f, nil))
+	}
+	// Package client injects the context's trace into the calls serve's agents make.
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	if tp == nil && o.otlpEndpoint != "" {
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(strings.TrimSuffix(o.otlpEndpoint, "/")+"/v1/traces"))
+		if err != nil {
+			ob.close()
+			return nil, fmt.Errorf("-otlp-endpoint: %w", err)
+		}
+		name := cmp.Or(os.Getenv("OTEL_SERVICE_NAME"), "a2awebcap")
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", name))))
+		ob.closers = append(ob.closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = sdk.Shutdown(ctx)
+		})
+		topts.TracerProvider = sdk
+	}
+	ob.obs = telemetry.New(topts)
+	return ob, nil
+}
+
+// metricsHandler serves the registry; on the main port with authentication, to operators only.
+func (ob *observability) metricsHandler(authenticate binding.Authenticator, operators []string) http.Handler {
+	h := promhttp.HandlerFor(ob.reg, promhttp.HandlerOpts{})
+	if authenticate == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := authenticate(r.Context(), r.Header)
+		switch {
+		case err != nil || u == nil:
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "credentials required", http.StatusUnauthorized)
+		case !slices.Contains(operators, u.Name):
+			http.Error(w, "only operators (-operators) may read the metrics", http.StatusForbidden)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// serveAside serves h on addr (the metrics or pprof listener) until the returned function is
+// called.
+func serveAside(addr string, h http.Handler) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close(); <-done }, nil
+}
+
+// pprofHandler is net/http/pprof's handlers, on a mux of their own.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// observedModel reports each call of the agent's model to the observer: duration, tokens, cost
+// (with -prices) and outcome.
+type observedModel struct {
+	m      agent.Model
+	name   string
+	obs    *telemetry.Observer
+	prices session.Prices
+}
+
+func (m observedModel) Complete(ctx context.Context, msgs []agent.ChatMessage, tools []agent.ToolSpec, onText func(string)) (agent.ChatMessage, error) {
+	start := time.Now()
+	ans, err := m.m.Complete(ctx, msgs, tools, onText)
+	var in, out int64
+	cost := -1.0
+	if ans.Usage != nil {
+		in, out = int64(ans.Usage.InputTokens), int64(ans.Usage.OutputTokens)
+		if c, ok := m.prices.Cost(m.name, session.Usage{In: in, Out: out}); ok {
+			cost = float64(c) / 1e6
+		}
+	}
+	m.obs.ModelCall(m.name, time.Since(start), in, out, cost, err)
+	return ans, err
+}
+
+// auditedCapabilities is a capability audit log that also copies its security records —
+// installs, approvals and refusals, revocations, strategy changes, calls refused by their
+// contract — to the operator's audit stream (without the call's arguments).
+type auditedCapabilities struct {
+	capability.Audit
+	obs *telemetry.Observer
+}
+
+// auditCapabilities returns the audit log def would get (the store's, else one in memory),
+// copying its security records to obs.
+func auditCapabilities(store agent.Store, name string, obs *telemetry.Observer) capability.Audit {
+	var a capability.Audit
+	if as, ok := store.(interface{ Audit(string) capability.Audit }); ok {
+		a = as.Audit(name)
+	}
+	if a == nil {
+		a = capability.NewMemoryAudit(0)
+	}
+	if obs == nil {
+		return a
+	}
+	return auditedCapabilities{Audit: a, obs: obs}
+}
+
+func (a auditedCapabilities) Append(ctx context.Context, r capability.Record) error {
+	err := a.Audit.Append(ctx, r)
+	switch r.Outcome {
+	case capability.OutcomeOK, capability.OutcomeFailed, capability.OutcomeExhausted:
+		return err // routine calls: the principal's own audit log has them
+	}
+	attrs := []slog.Attr{slog.String("principal", r.Principal), slog.String("capability", r.Capability), slog.String("outcome", string(r.Outcome))}
+	for _, kv := range [][2]string{{"method", r.Method}, {"by", r.By}, {"pending", r.Pending}, {"reason", r.Reason}, {"session", r.Session}} {
+		if kv[1] != "" {
+			attrs = append(attrs, slog.String(kv[0], kv[1]))
+		}
+	}
+	if r.Strategy.Kind != "" {
+		attrs = append(attrs, slog.String("strategy", r.Strategy.String()))
+	}
+	a.obs.Audit("capability", attrs...)
+	return err
 }

@@ -128,12 +128,12 @@ func TestSessionVerbErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runtimeHost(t.Context(), cfg, ""); err == nil || !strings.Contains(err.Error(), "magic") {
+	if _, _, err := runtimeHost(t.Context(), cfg, "", nil, nil); err == nil || !strings.Contains(err.Error(), "magic") {
 		t.Errorf("a bad session config: %v", err)
 	}
 	_ = os.WriteFile(bad, []byte(`{"m": {"input": -1, "output": 1}}`), 0o600)
 	cfg, _ = parseServe([]string{"-prices", bad, "-db", "memory"})
-	if _, _, err := runtimeHost(t.Context(), cfg, ""); err == nil || !strings.Contains(err.Error(), "-prices") {
+	if _, _, err := runtimeHost(t.Context(), cfg, "", nil, nil); err == nil || !strings.Contains(err.Error(), "-prices") {
 		t.Errorf("bad prices: %v", err)
 	}
 }
