@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -216,7 +217,17 @@ func (s *agentSession) Attenuate(ctx context.Context, options any) (*agentSessio
 	}
 	c := *s
 	c.grant = g
+	s.b.hh.obs.Audit("capnweb-grant", slog.String("principal", s.principalName()), slog.String("grant", g.id),
+		slog.Bool("readOnly", g.readOnly), slog.Int("tasks", len(g.tasks)), slog.Bool("limitedTasks", g.tasks != nil), slog.Time("expires", g.expires))
 	return &c, nil
+}
+
+// principalName is the session's principal for the audit stream: "-" for anonymous.
+func (s *agentSession) principalName() string {
+	if s.user == nil || !s.user.Authenticated {
+		return "-"
+	}
+	return s.user.Name
 }
 
 // Revoke revokes a session made (directly or not) by attenuating this one: its calls, and those
@@ -243,6 +254,7 @@ func (s *agentSession) Revoke(ctx context.Context, session *capnweb.Stub) error 
 		return a2a.NewError(a2a.ErrUnauthorized, "a session can revoke only the sessions attenuated from it")
 	}
 	child.grant.revoked.Store(true)
+	s.b.hh.obs.Audit("capnweb-revoke", slog.String("principal", s.principalName()), slog.String("grant", child.grant.id))
 	if s.b.caps == nil {
 		return nil
 	}
