@@ -348,7 +348,7 @@ func (a *Agent) Ask(ctx context.Context, ev Event) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	var run Run
+	run := Run{Log: make([]Entry, 0, 16)}
 	for i := from; ; i++ {
 		e, err := t.out.wait(ctx, i)
 		if err != nil {

@@ -552,18 +552,22 @@ func parkedEntry(e Entry) bool { return e.Kind == EntryInput && e.Result["parked
 type output struct {
 	mu      sync.Mutex
 	entries []Entry
-	wake    chan struct{} // closed on the next push
+	// wake is closed on the next push; nil while nobody waits (a turn pushes a dozen entries
+	// or more, mostly before its consumer looks).
+	wake chan struct{}
 }
 
-func newOutput() *output { return &output{wake: make(chan struct{})} }
+func newOutput() *output { return &output{entries: make([]Entry, 0, 16)} }
 
 // push appends e and returns the index after it.
 func (o *output) push(e Entry) int {
 	o.mu.Lock()
 	o.entries = append(o.entries, e)
 	n := len(o.entries)
-	close(o.wake)
-	o.wake = make(chan struct{})
+	if o.wake != nil {
+		close(o.wake)
+		o.wake = nil
+	}
 	o.mu.Unlock()
 	return n
 }
@@ -576,6 +580,9 @@ func (o *output) wait(ctx context.Context, i int) (Entry, error) {
 			e := o.entries[i]
 			o.mu.Unlock()
 			return e, nil
+		}
+		if o.wake == nil {
+			o.wake = make(chan struct{})
 		}
 		wake := o.wake
 		o.mu.Unlock()
