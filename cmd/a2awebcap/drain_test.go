@@ -34,7 +34,7 @@ func TestDrainLetsTasksFinish(t *testing.T) {
 	// The stop comes in the middle of the task: it has seconds left.
 	time.Sleep(500 * time.Millisecond)
 	stop()
-	if err := <-done; err != nil {
+	if err := stopped(t, done); err != nil {
 		t.Fatalf("serve stopped with %v", err)
 	}
 	st, err := sqlite.Open(t.Context(), db, nil)
@@ -56,7 +56,7 @@ func TestDrainLetsTasksFinish(t *testing.T) {
 	c = sdkClient(t, addr)
 	long := start("wait 30")
 	stop()
-	if err := <-done; err != nil {
+	if err := stopped(t, done); err != nil {
 		t.Fatalf("serve stopped with %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -66,5 +66,18 @@ func TestDrainLetsTasksFinish(t *testing.T) {
 	}
 	if rec.Task.Status.State != a2a.TaskStateFailed || !strings.Contains(text(rec.Task.Status.Message), "shut down") {
 		t.Errorf("a task longer than the drain: %s %q, want failed because the server shut down", rec.Task.Status.State, text(rec.Task.Status.Message))
+	}
+}
+
+// stopped returns what serve's run returned, failing the test if it has not returned a minute
+// after it was told to stop (the drain times here are far shorter).
+func stopped(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop within a minute of being told to")
+		return nil
 	}
 }
