@@ -385,7 +385,11 @@ function send(parts, answering) {
   let turn = target;
   if (turn) {
     // The same task goes on: its answer is a new bubble after the user's, in the same turn.
+    // The question is answered: it no longer asks.
     turn.el.removeAttribute("data-task");
+    turn.el.dataset.state = "answered";
+    turn.tag.hidden = true;
+    turn.extra.querySelectorAll("button, input").forEach((b) => (b.disabled = true));
     turn = Object.assign(new Turn(), { id: target.id, contextId: target.contextId, seq: target.seq });
     turn.el.dataset.task = target.id;
     app.turns.set(target.id, turn);
@@ -726,7 +730,16 @@ async function refreshSession() {
   box.replaceChildren(...out);
 }
 
-// Capabilities: what the agent holds for the user, approvals waiting, the last audit records.
+// contractText says a capability contract in words: "reads file:*; writes file:notes/*".
+const contractText = (c) =>
+  Object.entries(c ?? {})
+    .filter(([, v]) => Array.isArray(v) && v.length)
+    .map(([k, v]) => `${k} ${v.join(", ")}`)
+    .join("; ") || "nothing";
+
+// Capabilities: what the agent holds for the user (with its strategy and contract), the
+// approvals waiting for the user (decided here with capabilities().decide), and the last
+// audit records, newest first.
 async function refreshCapabilities() {
   const box = $("#capabilities");
   let installed, pending, audit;
@@ -739,16 +752,28 @@ async function refreshCapabilities() {
     box.replaceChildren(el("p", { className: "error" }, errorText(err)));
     return;
   }
-  const out = [el("h3", null, "Held")];
-  out.push(el("ul", null, ...(installed ?? []).map((c) => el("li", null, `${c.name} · ${c.strategy ?? ""}`))));
-  out.push(el("h3", null, "Waiting for you"));
+  const held = el("ul", { className: "held" });
+  for (const c of installed ?? []) {
+    held.append(
+      el(
+        "li",
+        { dataset: { capability: c.name } },
+        el("strong", null, c.name),
+        ` · ${c.strategy?.kind ?? ""}${c.approved ? "" : " · not approved"}`,
+        el("div", { className: "sub" }, `may: ${contractText(c.contract)}`),
+      ),
+    );
+  }
+  const waiting = el("ul", { className: "pending" });
   for (const p of pending ?? []) {
-    const approve = el("button", { type: "button" }, "Approve");
-    const refuse = el("button", { type: "button" }, "Refuse");
-    const li = el("li", null, el("pre", null, JSON.stringify(p, null, 2)), approve, refuse);
+    const reason = el("input", { type: "text", placeholder: "reason (optional)", "aria-label": `reason for refusing ${p.id}` });
+    const approve = el("button", { type: "button", className: "approve" }, "Approve");
+    const refuse = el("button", { type: "button", className: "refuse" }, "Refuse");
+    const what = p.kind === "call" ? `${p.capability}.${p.method}(${p.args ? JSON.stringify(p.args) : ""})` : `${p.kind} ${p.capability}`;
+    const li = el("li", { dataset: { pending: p.id } }, el("div", null, what), el("div", { className: "sub" }, `contract: ${contractText(p.contract)}`), reason, approve, refuse);
     const decide = async (yes) => {
       try {
-        await app.conn.call((s) => s.capabilities().decide(p.id, yes, ""));
+        await app.conn.call((s) => s.capabilities().decide(p.id, yes, reason.value.trim()));
         refreshCapabilities();
       } catch (err) {
         li.append(el("p", { className: "error" }, errorText(err)));
@@ -756,10 +781,22 @@ async function refreshCapabilities() {
     };
     approve.addEventListener("click", () => decide(true));
     refuse.addEventListener("click", () => decide(false));
-    out.push(li);
+    waiting.append(li);
   }
-  out.push(el("h3", null, "Audit"), el("ol", null, ...(audit ?? []).map((r) => el("li", null, JSON.stringify(r)))));
-  box.replaceChildren(...out);
+  const records = el("ol", { className: "audit" });
+  for (const r of [...(audit ?? [])].reverse()) {
+    const what = [r.capability, r.method].filter(Boolean).join(".");
+    const why = [r.by && `by ${r.by}`, r.reason, r.error].filter(Boolean).join(" · ");
+    records.append(el("li", { dataset: { outcome: r.outcome ?? "" } }, `${when(r.time)} ${what} ${r.outcome ?? ""}${why ? ` (${why})` : ""}`));
+  }
+  box.replaceChildren(
+    el("h3", null, "Held"),
+    (installed ?? []).length ? held : el("p", null, "None."),
+    el("h3", null, "Waiting for you"),
+    (pending ?? []).length ? waiting : el("p", null, "Nothing."),
+    el("h3", null, "Audit"),
+    records,
+  );
 }
 
 // Operator: the principals with an instance, and for one its policy — the version in force,

@@ -318,7 +318,7 @@ func TestAppAnswersInputRequiredInPlace(t *testing.T) {
 	if got := a.js(`[...document.querySelectorAll("#task-list tr")].map(r => r.dataset.task + " " + r.querySelector(".state").textContent).join("|")`); got != task+" completed" {
 		a.fail("the task list is %q, want the one task, completed", got)
 	}
-	if got := a.js(`[...document.querySelectorAll("#transcript .bubble")].map(b => b.className.replace("bubble ", "")).join(" ")`); got != "user agent user agent" {
+	if got := a.js(`[...document.querySelectorAll("#transcript .bubble")].map(b => b.className.replace("bubble ", "") + (b.dataset.state ? "/" + b.dataset.state : "")).join(" ")`); got != "user agent/answered user agent/completed" {
 		a.fail("the transcript's bubbles are %q", got)
 	}
 	a.shot("input-required-answered")
@@ -622,6 +622,21 @@ func TestAppApprovesACapabilityCall(t *testing.T) {
 		a.fail("the refused call wrote its file")
 	}
 	a.shot("approval-refused")
+
+	// The Capabilities tab: what the agent holds for the user, and the audit of both calls.
+	a.must(a.Click(`[role=tab][data-tab=capabilities]`))
+	a.wait(`document.querySelector('#capabilities li[data-capability="fs"]')`)
+	if got := a.js(`document.querySelector('#capabilities li[data-capability="fs"]').textContent`); !strings.Contains(got, "call-by-call") || !strings.Contains(got, "writes file:notes/*") {
+		a.fail("the held capability reads %q", got)
+	}
+	outcomes := a.js(`[...document.querySelectorAll("#capabilities .audit li")].map(li => li.dataset.outcome).join(" ")`)
+	for _, want := range []string{"approval-required", "approved", "denied"} {
+		if !strings.Contains(outcomes, want) {
+			a.fail("the audit's outcomes %q lack %q", outcomes, want)
+		}
+	}
+	a.labeled()
+	a.shot("capabilities-tab")
 }
 
 // A card declaring three schemes: the dialog offers each, in the card's order; signing in
