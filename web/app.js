@@ -1047,6 +1047,12 @@ async function start() {
 async function main() {
   wire();
   app.conn = new Conn(connState);
+  app.conn.onUnauthenticated = () => {
+    signInDialog();
+    $("#signin-error").textContent = "Your sign-in no longer works: sign in again.";
+    $("#who").textContent = "";
+    $("#signout").hidden = true;
+  };
   let card;
   try {
     card = await app.conn.open();

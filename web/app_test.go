@@ -889,3 +889,42 @@ func TestAppForksACollapsedSession(t *testing.T) {
 	}
 	a.shot("session-forked")
 }
+
+// The kept credentials stop working (the server restarted with the key rotated): the page
+// forgets them and asks to sign in again, and the new key works.
+func TestAppAsksToSignInAgain(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	s := startApp(t, appOptions{listener: lis, apiKeys: map[string]string{"old-key": "alice"}})
+	a := openApp(t, s.URL, "", "signin")
+	a.must(a.TypeText("#key", "old-key"))
+	a.must(a.Click("#signin-submit"))
+	a.wait(`document.body.dataset.state === "ready"`)
+	a.say("echo before")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+
+	if err := s.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(`document.body.dataset.state === "offline"`)
+	lis2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", addr, err)
+	}
+	startApp(t, appOptions{listener: lis2, apiKeys: map[string]string{"new-key": "alice"}})
+	a.say("echo after")
+	a.wait(`document.querySelector("#signin").open && document.querySelector("#signin-error").textContent === "Your sign-in no longer works: sign in again."`)
+	if got := a.js(`sessionStorage.getItem("a2awebcap.credentials") ?? "none"`); got != "none" {
+		a.fail("the refused credentials are still kept: %q", got)
+	}
+	a.shot("signin-again")
+	a.must(a.TypeText("#key", "new-key"))
+	a.must(a.Click("#signin-submit"))
+	a.wait(`document.body.dataset.state === "ready" && !document.querySelector("#signin").open`)
+	a.say("echo again")
+	a.wait(lastAgent + `?.dataset.state === "completed" && ` + lastAgent + `.querySelector(".body").textContent.trim() === "again"`)
+}

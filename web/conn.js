@@ -257,6 +257,12 @@ export class Conn {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       if (gen !== this.gen || this.session === null) throw new ConnectionLost(err?.message ?? String(err));
+      if (err?.reason === "UNAUTHENTICATED" && this.creds !== null) {
+        // The kept credentials no longer work (expired, revoked, the server changed): forget
+        // them, and let the page ask again.
+        this.signOut();
+        this.onUnauthenticated?.();
+      }
       throw err;
     }
   }
