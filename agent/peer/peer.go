@@ -211,6 +211,23 @@ type callResult struct {
 	Paid      *paidOut      `json:"paid,omitempty"`
 }
 
+// dataText bounds the callee's text that a result's observation data repeats (the result
+// itself keeps all of it).
+const dataText = 16 << 10
+
+// data is what rules read of a call's result as its observation's data: where it came from,
+// the callee's text, and what it was paid, so that no rule needs to take the result's JSON apart.
+func (r *callResult) data() map[string]string {
+	d := map[string]string{"agent": r.Agent, "name": r.Name, "task": r.Task, "state": r.State, "text": truncate(r.Text, dataText)}
+	if p := r.Paid; p != nil {
+		d["paidAmount"], d["paidAsset"], d["paidNetwork"] = p.Amount, p.Asset, p.Network
+		if rc, ok := p.Receipt.(x402.Receipt); ok {
+			d["paidTransaction"] = rc.Transaction
+		}
+	}
+	return d
+}
+
 func (h *holder) call(ctx context.Context, c *capability.Call) (any, error) {
 	var a callArgs
 	if err := c.Decode(&a); err != nil {
@@ -265,8 +282,7 @@ func (h *holder) call(ctx context.Context, c *capability.Call) (any, error) {
 		return nil, err
 	}
 	// What the callee said is an observation from it, never a write of its into this agent.
-	agent.ResultFrom(ctx, agent.Source{Kind: agent.SourceAgent, Name: res.Agent},
-		map[string]string{"agent": res.Agent, "name": res.Name, "task": res.Task, "state": res.State})
+	agent.ResultFrom(ctx, agent.Source{Kind: agent.SourceAgent, Name: res.Agent}, res.data())
 	return res, nil
 }
 

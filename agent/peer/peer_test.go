@@ -125,7 +125,7 @@ func callerRules(target string) []agent.Rule {
 			Params: map[string]string{"tool": `"a2a.call"`, "input": `"{\"task\": \"" + args + "\", \"message\": \"more\"}"`},
 			Reason: "the user asked"},
 		{Name: "report", When: `kind == "tool-result" && source == "agent" && data.tool == "a2a.call"`, Action: agent.Reply,
-			Params: map[string]string{"text": `"from " + data.agent + " task " + data.task + " (" + data.state + "): " + text`}, Reason: "say what it said"},
+			Params: map[string]string{"text": `"from " + data.agent + " task " + data.task + " (" + data.state + ") saying [" + data.text + "]: " + text`}, Reason: "say what it said"},
 		{Name: "trouble", When: `last.action == "call" && last.status != "done"`, Action: agent.Reply,
 			Params: map[string]string{"text": `"call " + last.status + ": " + last.result`}, Reason: "say what went wrong"},
 	}
@@ -280,6 +280,16 @@ func TestRelayOverEveryBinding(t *testing.T) {
 			if st != a2a.TaskStateCompleted || !strings.Contains(text, "from "+base+" task "+calleeTask+" (completed)") ||
 				!strings.Contains(text, `"binding":"`+string(b)+`"`) {
 				t.Errorf("caller ended %s %q, want completed, from %s over %s", st, text, base, b)
+			}
+			// The observation's data repeats the result's text, for rules.
+			if _, rest, ok := strings.Cut(text, ") saying ["); ok {
+				said, result, _ := strings.Cut(rest, "]: ")
+				var r struct {
+					Text string `json:"text"`
+				}
+				if err := json.Unmarshal([]byte(result), &r); err != nil || r.Text == "" || said != r.Text {
+					t.Errorf("data.text = %q, want the result's text %q (%v)", said, r.Text, err)
+				}
 			}
 			metas := ce.rec.metas()
 			if len(metas) != 1 {
