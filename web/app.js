@@ -60,7 +60,6 @@ const app = {
   turns: new Map(), // task ID → Turn of the open conversation
   waiting: null, // the Turn waiting for the user's answer (input-required), if any
   artifacts: new Map(), // artifact ID → {taskId, artifact} of the open conversation
-  tabs: new Set(["tasks", "artifacts"]),
 };
 
 function announce(text) {

@@ -16,7 +16,7 @@ const CREDENTIALS = "a2awebcap.credentials"; // sessionStorage key: {label, head
 // stream resubscribes with Last-Event-ID).
 export class ConnectionLost extends Error {}
 
-// credentialsOf returns what the card asks for each scheme it declares, in the order of its
+// schemesOf returns what the card asks for each scheme it declares, in the order of its
 // securityRequirements: [{name, kind: "apikey"|"bearer"|"basic"|"mtls", header, cookie, label}].
 // API keys the card places in a query string are left out: the page puts no credential in a URL.
 export function schemesOf(card) {
@@ -182,13 +182,6 @@ export class Conn {
     this.backoff = 500;
     this.setState("ready");
     for (const w of this.waiters.splice(0)) w();
-  }
-
-  // connect opens a connection and authenticates it with the kept credentials.
-  connect() {
-    const api = newWebSocketRpcSession(this.url);
-    const session = this.creds ? api.authenticate(this.creds.headers) : api;
-    this.adopt(api, session);
   }
 
   // retry schedules the next attempt after the backoff, telling the seconds left each second.
