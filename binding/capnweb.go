@@ -94,8 +94,9 @@ func newCapnwebBinding(h a2asrv.RequestHandler, hh *httpHandler, o *Options, car
 
 // connParams are the service parameters a connection may also set in its URL query: browsers
 // cannot set headers on a WebSocket. Credentials are not among them (auth.Middleware reads the
-// query-located API keys the card declares).
-var connParams = []string{hdrVersion, hdrExtensions, hdrObserverWindow, hdrLastEventID}
+// query-located API keys the card declares). W3C trace context (traceparent, tracestate) is
+// among them, so a browser's connection can join its trace.
+var connParams = []string{hdrVersion, hdrExtensions, hdrObserverWindow, hdrLastEventID, "traceparent", "tracestate"}
 
 // serve checks the connection's service parameters, then hands the request to capnweb.
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/a2awebcap/a2awebcap/client"
 )
@@ -291,5 +294,69 @@ func TestServeAuditLogFile(t *testing.T) {
 	}
 	if len(logRecords(t, log.String(), "audit")) != 0 {
 		t.Errorf("with -audit-log, audit records still go to the server's log")
+	}
+}
+
+// One trace across an agent-to-agent call: a caller's span, the capnweb call to the writer
+// agent (trace context in the call's parameters), the writer's a2a capability calling the
+// researcher agent, and the researcher's server span — one trace id.
+func TestServeOneTraceAcrossA2A(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	origin := "http://" + addr
+	a2aCaps := fmt.Sprintf(`"capabilities": {"offer": ["a2a"], "preinstall": ["a2a"], "strategies": {"a2a": "audit-only"}, "a2a": {"allow": ["%s"], "networks": ["127.0.0.1/32"]}}`, origin)
+	input := fmt.Sprintf(`"\"{\\\"agent\\\": \\\"%s/agents/researcher/\\\", \\\"message\\\": \\\"research \" + args + \"\\\"}\""`, origin)
+	defs := fmt.Sprintf(`[
+	 {"name": "writer", "policy": "none", %[1]s, "rules": [
+	  {"name": "write", "when": "command == \"write\"", "action": "call", "params": {"tool": "\"a2a.call\"", "input": %[2]s}, "reason": "delegate"},
+	  {"name": "report", "when": "kind == \"tool-result\" && source == \"agent\"", "action": "reply", "params": {"text": "\"heard: \" + text"}, "reason": "say it"}]},
+	 {"name": "researcher", "policy": "none", %[1]s, "rules": [
+	  {"name": "research", "when": "command == \"research\"", "action": "reply", "params": {"text": "\"researching \" + args"}, "reason": "asked"}]}
+	]`, a2aCaps, input)
+	path := filepath.Join(dir, "agents.json")
+	if err := os.WriteFile(path, []byte(defs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseServe([]string{"-addr", addr, "-base-url", origin, "-db", "memory", "-no-push", "-agents", path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	cfg.ops.tp = tp
+	stop, done := starter(t, cfg)()
+	defer func() { stop(); <-done }()
+
+	ctx, root := tp.Tracer("test").Start(t.Context(), "caller")
+	c, err := client.New(ctx, origin+"/agents/writer", &client.Options{Binding: client.BindingCapnweb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("write tides"))})
+	root.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), "researching tides") {
+		t.Fatalf("the writer answered %s, want the researcher's answer", b)
+	}
+	// The researcher is called with a stream (the a2a capability relays the callee's events).
+	var writer, researcher bool
+	var all []string
+	for _, s := range rec.Ended() {
+		all = append(all, s.Name()+" span "+s.SpanContext().SpanID().String()+" trace "+s.SpanContext().TraceID().String()+" parent "+s.Parent().SpanID().String())
+		if !strings.HasPrefix(s.Name(), "a2a.") || s.SpanContext().TraceID() != root.SpanContext().TraceID() {
+			continue
+		}
+		if s.Parent().SpanID() == root.SpanContext().SpanID() {
+			writer = true
+		} else {
+			researcher = true
+		}
+	}
+	if !writer || !researcher {
+		t.Errorf("caller trace %s: writer's span %v, researcher's span %v; spans:\n%s", root.SpanContext().TraceID(), writer, researcher, strings.Join(all, "\n"))
 	}
 }
