@@ -928,3 +928,26 @@ func TestAppAsksToSignInAgain(t *testing.T) {
 	a.say("echo again")
 	a.wait(lastAgent + `?.dataset.state === "completed" && ` + lastAgent + `.querySelector(".body").textContent.trim() === "again"`)
 }
+
+// A reload while the answer streams: the reopened conversation follows the running task, its
+// bubble showing the answer so far, then growing to the end.
+func TestAppResumesRunningTaskAfterReload(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, appOptions{})
+	a := openApp(t, s.URL, "", "ready")
+	a.say("tell me about Lisbon")
+	s.model.tokens <- "Lisbon is "
+	a.wait(lastAgent + `?.querySelector(".body").textContent.trim() === "Lisbon is"`)
+	a.must(a.Reload())
+	a.wait(`document.body.dataset.state === "ready" && ` + lastAgent + `?.querySelector(".body").textContent.trim() === "Lisbon is" && ` + lastAgent + `.dataset.state === "working"`)
+	s.model.tokens <- "on the Tagus."
+	s.model.tokens <- ""
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "Lisbon is on the Tagus." {
+		a.fail("after the reload the answer is %q", got)
+	}
+	if got := a.js(`[...document.querySelectorAll("#transcript .bubble")].map(b => b.className.replace("bubble ", "")).join(" ")`); got != "user agent" {
+		a.fail("the transcript's bubbles are %q", got)
+	}
+	a.shot("reload-while-streaming")
+}
