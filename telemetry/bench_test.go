@@ -79,3 +79,25 @@ func BenchmarkJSONRPC(b *testing.B) {
 		_ = eng.Close(context.Background())
 	}
 }
+
+// BenchmarkObserve is what observing one call costs by itself (Start, SetTask, End), with
+// metrics, and with metrics and the request log: compare with a call's own time
+// (BenchmarkJSONRPC).
+func BenchmarkObserve(b *testing.B) {
+	for _, mode := range []string{"metrics", "metrics+log"} {
+		o := &telemetry.Options{Registerer: prometheus.NewRegistry()}
+		if mode == "metrics+log" {
+			o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		}
+		obs := telemetry.New(o)
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			for b.Loop() {
+				_, c := obs.Start(ctx, "jsonrpc", "GetTask", "alice", nil)
+				c.SetTask("t-1")
+				c.End(nil)
+			}
+		})
+	}
+}
