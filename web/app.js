@@ -468,7 +468,10 @@ async function openConversation(contextId) {
       turn.fromTask(task, false);
       if (!task.status?.message && seg.agent && turn.shown === "") turn.setText(textOf(seg.agent));
       if (INTERRUPTED.has(task.status?.state)) turn.end(task.status.state);
-      else if (!FINAL.has(task.status?.state)) follow(turn, (s, obs) => s.subscribeToTask({ id: task.id }, obs));
+      // A running task is followed from the start of its event log ("Last-Event-ID": "0"):
+      // the bubble is rebuilt from its events, then grows with the live ones, and a task that
+      // ends before the subscription reaches the server still shows its end.
+      else if (!FINAL.has(task.status?.state)) follow(turn, (s, obs) => s.subscribeToTask({ id: task.id }, obs, { "Last-Event-ID": "0" }));
       else {
         turn.ended = true;
         turn.fill();

@@ -950,4 +950,17 @@ func TestAppResumesRunningTaskAfterReload(t *testing.T) {
 		a.fail("the transcript's bubbles are %q", got)
 	}
 	a.shot("reload-while-streaming")
+
+	// The task ends while the page reloads, perhaps between the page listing it running and
+	// subscribing to it: the page still shows its end.
+	a.say("and Porto?")
+	s.model.tokens <- "Porto is "
+	a.wait(lastAgent + `?.querySelector(".body").textContent.trim() === "Porto is"`)
+	a.must(a.Reload())
+	s.model.tokens <- "on the Douro."
+	s.model.tokens <- ""
+	a.wait(`document.body.dataset.state === "ready" && ` + agentBubbles + `.length === 2 && ` + lastAgent + `.dataset.state === "completed"`)
+	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "Porto is on the Douro." {
+		a.fail("the task that ended during the reload shows %q", got)
+	}
 }
