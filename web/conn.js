@@ -171,17 +171,21 @@ export class Conn {
     this.api = api;
     this.session = session;
     const gen = ++this.gen;
-    api.onRpcBroken(() => {
-      if (this.gen !== gen) return; // replaced on purpose
-      this.api = null;
-      this.session = null;
-      this.gen++;
-      if (this.following > 0 || this.waiters.length > 0) this.retry();
-      else this.setState("offline");
-    });
+    api.onRpcBroken(() => this.broken(gen));
     this.backoff = 500;
     this.setState("ready");
     for (const w of this.waiters.splice(0)) w();
+  }
+
+  // broken takes note that connection gen broke (once; a later connection is not touched):
+  // it reconnects when something needs the connection, else says the page is offline.
+  broken(gen) {
+    if (this.gen !== gen) return;
+    this.api = null;
+    this.session = null;
+    this.gen++;
+    if (this.following > 0 || this.waiters.length > 0) this.retry();
+    else this.setState("offline");
   }
 
   // retry schedules the next attempt after the backoff, telling the seconds left each second.
@@ -244,10 +248,16 @@ export class Conn {
     try {
       return await fn(this.session);
     } catch (err) {
-      if (err?.code === undefined && gen === this.gen) {
-        // Not an A2A error: perhaps the connection is breaking, and capnweb says so (onRpcBroken)
-        // just after it rejects the calls in flight. Give it that moment.
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      if (err?.code === undefined && gen === this.gen && this.api !== null) {
+        // Not an A2A error: perhaps the connection is breaking, and capnweb says so
+        // (onRpcBroken) only after it rejects the calls in flight. Ask the connection: a call
+        // on a broken one fails at once.
+        const api = this.api;
+        try {
+          await api.getAgentCard();
+        } catch {
+          this.broken(gen);
+        }
       }
       if (gen !== this.gen || this.session === null) throw new ConnectionLost(err?.message ?? String(err));
       if (err?.reason === "UNAUTHENTICATED" && this.creds !== null) {
