@@ -6,6 +6,7 @@ package binding
 import (
 	"context"
 	"errors"
+	"github.com/a2awebcap/a2awebcap/telemetry"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,7 +27,8 @@ type ServiceGuard struct {
 	site     *siteGuard
 	throttle *throttleState
 	auth     Authenticator
-	origins  []string // for capnweb WebSockets
+	origins  []string            // for capnweb WebSockets
+	obs      *telemetry.Observer // refused logins are audited (binding "service")
 }
 
 // NewServiceGuard returns the guard of opts (nil: no authentication, same-origin pages only).
@@ -36,7 +38,7 @@ func NewServiceGuard(opts *Options) *ServiceGuard {
 	if opts != nil {
 		o = *opts
 	}
-	g := &ServiceGuard{site: newSiteGuard(&o), throttle: o.LoginThrottle.counts(), auth: o.Authenticate}
+	g := &ServiceGuard{site: newSiteGuard(&o), throttle: o.LoginThrottle.counts(), auth: o.Authenticate, obs: o.Telemetry}
 	g.origins = slices.Clone(o.AllowedOrigins)
 	if o.BaseURL != "" {
 		if u, err := url.Parse(o.BaseURL); err == nil {
@@ -64,6 +66,7 @@ func (g *ServiceGuard) Authenticate(ctx context.Context, headers http.Header, re
 		return nil, nil
 	}
 	u, err := g.throttle.run(ctx, g.auth, headers, remote)
+	auditAuth(withBinding(ctx, "service"), g.obs, remote, err)
 	if errors.Is(err, ErrNoCredentials) {
 		return nil, nil
 	}

@@ -428,7 +428,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	mux.HandleFunc("GET /readyz", readyz(eng))
 	metricsURL := "/metrics"
 	if c.ops.metricsAddr == "" {
-		mux.Handle("GET /metrics", ob.metricsHandler(authenticate, c.sessions.operatorNames()))
+		mux.Handle("GET /metrics", ob.metricsHandler(binding.NewServiceGuard(hopts), c.sessions.operatorNames()))
 		if authenticate != nil {
 			metricsURL += " (operators only)"
 		}

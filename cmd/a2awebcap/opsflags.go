@@ -315,16 +315,22 @@ func (o *opsConfig) observe(log *slog.Logger) (*observability, error) {
 	return ob, nil
 }
 
-// metricsHandler serves the registry; on the main port with authentication, to operators only.
-func (ob *observability) metricsHandler(authenticate binding.Authenticator, operators []string) http.Handler {
+// metricsHandler serves the registry; behind guard (nil: none), which authenticates as the
+// bindings do (same login throttle), to operators only.
+func (ob *observability) metricsHandler(guard *binding.ServiceGuard, operators []string) http.Handler {
 	h := promhttp.HandlerFor(ob.reg, promhttp.HandlerOpts{})
-	if authenticate == nil {
+	if guard == nil || !guard.Authenticated() {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, err := authenticate(r.Context(), r.Header)
+		if !guard.Allow(w, r) {
+			return
+		}
+		u, err := guard.Authenticate(r.Context(), r.Header, r.RemoteAddr)
 		switch {
-		case err != nil || u == nil:
+		case err != nil:
+			guard.WriteError(w, err)
+		case u == nil:
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "credentials required", http.StatusUnauthorized)
 		case !slices.Contains(operators, u.Name):
