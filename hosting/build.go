@@ -52,6 +52,9 @@ type Options struct {
 	FetchOptions *capability.FetchOptions
 	// Getenv reads the environment (model API keys). Nil: os.Getenv.
 	Getenv func(string) string
+	// Audit returns the capability audit log of the agent named name. Nil: the store's (see
+	// agent.Definition.Audit).
+	Audit func(name string) capability.Audit
 	// NewModel makes a definition's model, given its API key. Nil: llm.New.
 	NewModel func(m *Model, apiKey string) agent.Model
 }
@@ -83,6 +86,9 @@ func build(d *Definition, o *Options) (*built, error) {
 		applyLimits(&pol.Limits, l)
 	}
 	def := &agent.Definition{Name: d.Name, Policy: pol, Sessions: o.Sessions}
+	if o.Audit != nil {
+		def.Audit = o.Audit(d.Name)
+	}
 	for _, name := range d.tools() {
 		if def.Tools == nil {
 			def.Tools, def.ToolHelp = map[string]agent.Tool{}, map[string]string{}

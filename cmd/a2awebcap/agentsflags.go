@@ -105,6 +105,7 @@ func hostedAgents(ctx context.Context, c serveConfig, log *slog.Logger, obs *tel
 			o, ok := packages[name]
 			return o, ok, nil
 		}}
+	opts.Audit = func(name string) capability.Audit { return auditCapabilities(st, name, obs) }
 	opts.NewModel = func(m *hosting.Model, key string) agent.Model {
 		return observedModel{m: llm.New(m.URL, m.Model, &llm.Options{APIKey: key, Logger: log}), name: m.Model, obs: obs, prices: prices}
 	}

@@ -360,3 +360,27 @@ func TestServeOneTraceAcrossA2A(t *testing.T) {
 		t.Errorf("caller trace %s: writer's span %v, researcher's span %v; spans:\n%s", root.SpanContext().TraceID(), writer, researcher, strings.Join(all, "\n"))
 	}
 }
+
+// With -agents, each hosted agent's capability records reach the audit stream too.
+func TestServeAgentsAudit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	defs := `[{"name": "solo", "policy": "none", "capabilities": {"offer": ["a2a"], "preinstall": ["a2a"], "strategies": {"a2a": "audit-only"},
+	  "a2a": {"allow": ["http://127.0.0.1:1/*"], "networks": ["127.0.0.1/32"]}}, "rules": [
+	  {"name": "hi", "when": "command == \"hi\"", "action": "reply", "params": {"text": "\"hello\""}, "reason": "greet"}]}]`
+	path := filepath.Join(dir, "agents.json")
+	if err := os.WriteFile(path, []byte(defs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	base := serveObserved(t, &log, nil, "-agents", path)
+	if out, err := verb(t, "send", base+"/agents/solo", "hi"); err != nil || !strings.Contains(out, "hello") {
+		t.Fatalf("send: %q, %v", out, err)
+	}
+	for _, rec := range logRecords(t, log.String(), "audit") {
+		if rec["event"] == "capability" && rec["capability"] == "a2a" && rec["outcome"] == "installed" {
+			return
+		}
+	}
+	t.Errorf("no audit record of the hosted agent's a2a installation:\n%s", log.String())
+}
