@@ -384,3 +384,39 @@ func TestServeAgentsAudit(t *testing.T) {
 	}
 	t.Errorf("no audit record of the hosted agent's a2a installation:\n%s", log.String())
 }
+
+// -metrics-addr serves /metrics there only, to anyone; -pprof-addr serves pprof on its own
+// listener; neither is on the main port; a port alone listens on loopback.
+func TestServeMetricsAndPprofAddr(t *testing.T) {
+	t.Parallel()
+	maddr, paddr := freeAddr(t), freeAddr(t)
+	_, mport, _ := strings.Cut(maddr, ":")
+	var log lockedBuffer
+	base := serveObserved(t, &log, nil, "-api-key", "k-secret=alice", "-metrics-addr", ":"+mport, "-pprof-addr", paddr)
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("http://127.0.0.1:" + mport + "/metrics"); code != http.StatusOK || !strings.Contains(body, "a2awebcap_running_tasks") {
+		t.Errorf("GET -metrics-addr /metrics: HTTP %d", code)
+	}
+	if code, _ := get(base + "/metrics"); code == http.StatusOK {
+		t.Errorf("/metrics is on the main port too")
+	}
+	if code, body := get("http://" + paddr + "/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("GET -pprof-addr /debug/pprof/: HTTP %d", code)
+	}
+	if code, _ := get(base + "/debug/pprof/"); code == http.StatusOK {
+		t.Errorf("pprof is on the main port")
+	}
+	for _, rec := range logRecords(t, log.String(), "serving") {
+		if rec["metrics"] != "http://127.0.0.1:"+mport+"/metrics" {
+			t.Errorf("banner metrics = %v", rec["metrics"])
+		}
+	}
+}
