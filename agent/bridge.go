@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MetaKey is the metadata key under which the bridge puts a working-log entry on a status
@@ -60,7 +61,7 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		if ec.Message != nil {
 			msgID, meta = ec.Message.ID, ec.Message.Metadata
 		}
-		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta, trace: traceContext(ec.ServiceParams)})
+		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta, trace: traceContext(ec.ServiceParams), span: recordedSpan(ctx)})
 		if err != nil {
 			yield(nil, err) // nothing is emitted yet, so the request fails
 			return
@@ -174,6 +175,17 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			}
 		}
 	}
+}
+
+// recordedSpan is the span of ctx when this process records it (serve's server span of the
+// request, which the engine runs the executor in), else the zero SpanContext: a remote span
+// context (the caller's, when no tracer runs here) is not one to make children of.
+func recordedSpan(ctx context.Context) trace.SpanContext {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || sc.IsRemote() {
+		return trace.SpanContext{}
+	}
+	return sc
 }
 
 // traceContext is the W3C trace context (traceparent, tracestate) of a request, as its service

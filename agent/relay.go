@@ -15,6 +15,7 @@ import (
 	"maps"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EntryRelay is a working-log entry carrying an event of another agent's task, streamed into
@@ -150,6 +151,18 @@ func TurnTraceContext(ctx context.Context) (traceparent, tracestate string) {
 		return "", ""
 	}
 	return t.opts.trace[0], t.opts.trace[1]
+}
+
+// TurnSpan returns the span this process records for the request that started the turn ctx
+// belongs to (the server span the engine ran the executor in), or the zero SpanContext when it
+// records none (no tracer configured) or outside a turn. Calls the turn makes to other agents
+// are its children, so that a tracing backend links them.
+func TurnSpan(ctx context.Context) trace.SpanContext {
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	if t == nil {
+		return trace.SpanContext{}
+	}
+	return t.opts.span
 }
 
 // TurnValue returns the value under key of the turn ctx belongs to, made by init the first

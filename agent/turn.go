@@ -30,6 +30,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/session"
 )
@@ -53,11 +55,12 @@ var ErrNoTurn = errors.New("agent: AskUser called outside a turn")
 const commitTimeout = 30 * time.Second
 
 type turnOptions struct {
-	send    bool           // Agent.Send: nobody waits; a store error goes to the next Ask
-	bound   bool           // canceled with the caller's context (the executor), not detached (Ask)
-	message string         // the A2A message ID
-	meta    map[string]any // the A2A message's metadata (TurnMetadata)
-	trace   [2]string      // the request's W3C traceparent and tracestate (TurnTraceContext)
+	send    bool              // Agent.Send: nobody waits; a store error goes to the next Ask
+	bound   bool              // canceled with the caller's context (the executor), not detached (Ask)
+	message string            // the A2A message ID
+	meta    map[string]any    // the A2A message's metadata (TurnMetadata)
+	trace   [2]string         // the request's W3C traceparent and tracestate (TurnTraceContext)
+	span    trace.SpanContext // the span this process records for the request, if any (TurnSpan)
 }
 
 type turn struct {

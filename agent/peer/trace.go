@@ -2,7 +2,8 @@ package peer
 
 // Trace context: a call made for a request that carried a W3C traceparent carries the same
 // trace ID with a new parent span ID (and the request's tracestate), on every binding, as a
-// service parameter of each request of the call.
+// service parameter of each request of the call. Where this process records the request's span
+// (serve with tracing on), that span is the parent, so the callee's spans are its children.
 
 import (
 	"context"
@@ -20,6 +21,12 @@ type traceKey struct{}
 // withTrace returns ctx carrying the trace context the call's requests send: the turn's
 // trace ID under a new span ID, or none when the turn's request had no valid traceparent.
 func withTrace(ctx context.Context) context.Context {
+	if sc := agent.TurnSpan(ctx); sc.IsValid() {
+		// This process records the request's span (serve with tracing): the callee's span is
+		// its child, a link a tracing backend can follow.
+		tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+		return context.WithValue(ctx, traceKey{}, [2]string{tp, sc.TraceState().String()})
+	}
 	parent, state := agent.TurnTraceContext(ctx)
 	child, ok := childTraceparent(parent)
 	if !ok {
