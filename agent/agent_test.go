@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 func newNotes(t *testing.T, name string, opts *Options) *Agent {
@@ -272,5 +275,19 @@ func TestWorkingMemoryBounds(t *testing.T) {
 	say(t, a, "note d")
 	if v, _ := a.View(t.Context()); len(v.Working) != 1 || v.Working[0].Subject != "d" {
 		t.Errorf("after the TTL working = %+v, want only d", v.Working)
+	}
+}
+
+// A relayed message is named after the callee's task and message, so the same message relayed
+// twice (a callee's reply, then its final status) is one message of the caller's history.
+func TestRelayedMessageKeepsItsIdentity(t *testing.T) {
+	ec := &a2a.Task{ID: "caller", ContextID: "ctx"}
+	said := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("found it"))
+	raw, _ := json.Marshal(said)
+	e := Entry{Kind: EntryRelay, Result: map[string]string{"task": "callee", "message": string(raw), "source": "agent x"}}
+	first, second := relayEvent(ec, e), relayEvent(ec, e)
+	a, b := first.(*a2a.TaskStatusUpdateEvent).Status.Message, second.(*a2a.TaskStatusUpdateEvent).Status.Message
+	if want := "callee:" + string(said.ID); string(a.ID) != want || a.ID != b.ID {
+		t.Errorf("relayed message IDs %q and %q, want both %q", a.ID, b.ID, want)
 	}
 }

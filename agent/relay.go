@@ -41,7 +41,8 @@ type Relay struct {
 
 // RelayEvent streams r into the task of the turn ctx belongs to, after what the turn streamed
 // before it: a status update becomes a working status whose message is the callee's; an
-// artifact, an artifact of the task whose ID is "<callee task>:<artifact ID>". Each carries
+// artifact, an artifact of the task whose ID is "<callee task>:<artifact ID>" (and a message,
+// "<callee task>:<message ID>"). Each carries
 // {"kind": "relay", "source", "agent", "task", "state"} under MetaKey (an artifact in its own
 // metadata). Outside a turn it returns ErrNoTurn.
 func RelayEvent(ctx context.Context, r Relay) error {
@@ -104,6 +105,11 @@ func relayEvent(ec a2a.TaskInfoProvider, e Entry) a2a.Event {
 			return nil
 		}
 		msg = a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, m.Parts...)
+		if m.ID != "" {
+			// One relayed message per message of the callee's: a status repeating one it
+			// said (its reply, then its final status) is one message of the caller's history.
+			msg.ID = e.Result["task"] + ":" + m.ID
+		}
 		if len(m.Metadata) > 0 {
 			msg.Metadata = maps.Clone(m.Metadata)
 		}
