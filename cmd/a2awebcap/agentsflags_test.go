@@ -41,6 +41,19 @@ func TestServeAgents(t *testing.T) {
 	if !strings.Contains(string(index), `"name":"researcher"`) || !strings.Contains(string(index), `"name":"writer"`) {
 		t.Errorf("GET /agents = %s", index)
 	}
+	// Each agent's web page, beside its card: the page finds the card relative to itself.
+	for path, want := range map[string]string{"/agents/writer/web/": "<html", "/agents/writer/web/app.js": "import",
+		"/agents/writer/web/vendor/capnweb.js": "export", "/agents/writer/.well-known/agent-card.json": `"name":"writer"`} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s = %d %.80q, want 200 with %q", path, resp.StatusCode, body, want)
+		}
+	}
 	researcher, writer := "http://"+addr+"/agents/researcher", "http://"+addr+"/agents/writer"
 	for _, b := range []string{"capnweb", "jsonrpc", "rest", "grpc"} {
 		if out, err := verb(t, "send", "-binding", b, researcher, "research tides"); err != nil || !strings.Contains(out, "researching tides") {

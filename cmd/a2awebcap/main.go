@@ -464,7 +464,7 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	if regHandler != nil {
 		mux.Handle("/registry/", regHandler)
 	}
-	serveWeb(mux, c.capnwebJS, log)
+	serveWeb(mux, c.capnwebJS, multi != nil, log)
 	srv := c.limits.httpServer(auth.Middleware(mux), guard)
 	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
 	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })

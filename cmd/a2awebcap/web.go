@@ -13,7 +13,18 @@ import (
 // its script and the capnweb module it loads are embedded in the binary; capnwebJS, when not
 // empty, names a file served instead of the embedded module (a newer capnweb build, say).
 // A capnwebJS that cannot be read is reported at start, and the page then says so.
-func serveWeb(mux *http.ServeMux, capnwebJS string, log *slog.Logger) {
+//
+// With hosted (-agents), each agent's page is at /agents/NAME/web/ too: the same files, which
+// find the agent's card (../.well-known/agent-card.json) and so its bindings relative to where
+// the page is.
+func serveWeb(mux *http.ServeMux, capnwebJS string, hosted bool, log *slog.Logger) {
+	if hosted {
+		mux.HandleFunc("GET /agents/{name}/web/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path, r2.URL.RawPath = "/web/"+r.PathValue("rest"), ""
+			mux.ServeHTTP(w, r2)
+		})
+	}
 	mux.Handle("GET /web/", http.StripPrefix("/web/", web.Handler()))
 	// The binding's TypeScript types, as text (a .ts name maps to video/mp2t in some MIME tables).
 	mux.Handle("GET /web/"+web.TypesPath, web.Secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
