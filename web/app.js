@@ -198,6 +198,7 @@ class Turn {
 
   // event takes one StreamResponse; events already seen (by sequence number) are skipped.
   event(ev) {
+    if (this.answered) return; // a question answered: what its first stream still says is old
     const inner = ev.task ?? ev.statusUpdate ?? ev.artifactUpdate ?? ev.message;
     const seq = seqOf(inner);
     if (seq > 0 && seq <= this.seq) return;
@@ -220,6 +221,7 @@ class Turn {
 
   // fromTask shows a task snapshot (the stream's first event, or a listed task).
   fromTask(task, live) {
+    if (this.answered) return; // a question answered: what its first stream still says is old
     this.named(task);
     for (const a of task.artifacts ?? []) this.artifact({ artifact: a, append: false });
     if (!live || task.status?.message) this.status(task.status ?? {}, null);
@@ -279,6 +281,7 @@ class Turn {
   }
 
   end(state) {
+    if (this.answered) return; // a question answered: what its first stream still says is old
     setStatus("");
     this.fill();
     this.ended = FINAL.has(state) || state === "";
@@ -325,6 +328,7 @@ class Turn {
   // failed shows why the agent did not take the message: an A2A error's message (the agent
   // refused it: "refused"), or what went wrong ("error").
   failed(err) {
+    if (this.answered) return; // a question answered: what its first stream still says is old
     this.setText(err?.code !== undefined ? String(err.message) : `Error: ${errorText(err)}`);
     this.tag.textContent = err?.code !== undefined ? "refused" : "error";
     this.tag.hidden = false;
@@ -385,6 +389,7 @@ function send(parts, answering) {
   if (turn) {
     // The same task goes on: its answer is a new bubble after the user's, in the same turn.
     // The question is answered: it no longer asks.
+    turn.answered = true;
     turn.el.removeAttribute("data-task");
     turn.el.dataset.state = "answered";
     turn.tag.hidden = true;

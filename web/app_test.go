@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,11 +127,33 @@ type appPage struct {
 	shots string
 }
 
+// browserSlots bounds the tests that drive a Chromium at once: each is a browser, a renderer
+// and a GPU process, and with every test of the package in parallel beside the rest of CI's
+// packages, 2 cores ran the pages so late that the flows' timing under test stopped being the
+// app's (the CI run of 2026-11-27 failed two flows that pass alone).
+var (
+	browserSlots = make(chan struct{}, 2)
+	slotHeld     sync.Map // *testing.T → true: the test holds a slot
+)
+
+// browserSlot waits for a slot for t, once per test, and gives it back when t ends.
+func browserSlot(t *testing.T) {
+	if _, held := slotHeld.LoadOrStore(t, true); held {
+		return
+	}
+	browserSlots <- struct{}{}
+	t.Cleanup(func() {
+		slotHeld.Delete(t)
+		<-browserSlots
+	})
+}
+
 // openApp opens the web app at base + "/web/" + suffix, 1200×800, and waits for the page to
 // reach state (its body's data-state).
 func openApp(t *testing.T, base, suffix, state string) *appPage {
 	t.Helper()
 	chromium := cdptest.Need(t, cdptest.ChromiumPath, "apt-get install chromium, or make chromium as root")
+	browserSlot(t)
 	b := cdptest.Start(t, chromium)
 	p, err := b.Open("about:blank")
 	if err != nil {
