@@ -14,7 +14,7 @@ func TestPreAuthIdleTimeout(t *testing.T) {
 	t.Parallel()
 	p := &passwords{}
 	ts := startServer(t, serverConfig{engine: true, opts: &Options{Authenticate: p.auth, PreAuthIdleTimeout: 200 * time.Millisecond,
-		Capnweb: &capnweb.HandlerOptions{PingInterval: 50 * time.Millisecond}}})
+		Capnweb: &capnweb.HandlerOptions{PingInterval: 150 * time.Millisecond}}})
 	anon := ts.dialCapnweb(t, "", nil)
 	authed := ts.dialCapnweb(t, "", nil)
 	session := authed.Main().Call("authenticate", map[string]any{"User": "alice", "Password": "alice-secret"})
