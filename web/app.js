@@ -127,6 +127,9 @@ function userBubble(parts) {
 
 // Turn is one task of the conversation as the transcript shows it: the agent's bubble (which
 // grows as the answer streams), its state tag, its steps, its artifacts' chips.
+// turnOf finds the Turn that owns a bubble element.
+const turnOf = new WeakMap();
+
 class Turn {
   constructor() {
     this.id = null;
@@ -148,6 +151,7 @@ class Turn {
     this.cancelButton = el("button", { type: "button", className: "cancel", hidden: true }, "Cancel");
     this.cancelButton.addEventListener("click", () => cancel(this));
     this.el = el("article", { className: "bubble agent", "aria-label": "agent", dataset: { state: "" } }, this.body, this.extra, this.chips, el("div", { className: "meta" }, this.tag, this.steps, this.cancelButton));
+    turnOf.set(this.el, this);
     $("#transcript").append(this.el);
   }
 
@@ -388,7 +392,16 @@ function send(parts, answering) {
   let turn = target;
   if (turn) {
     // The same task goes on: its answer is a new bubble after the user's, in the same turn.
-    // The question is answered: it no longer asks.
+    // The question is answered: it no longer asks — in every bubble of the task that asks.
+    const asking = [...document.querySelectorAll("#transcript .bubble.agent")].filter((b) => b.dataset.task === target.id || b === target.el);
+    for (const b of asking) {
+      const t = turnOf.get(b);
+      if (t) t.answered = true;
+      b.removeAttribute("data-task");
+      b.dataset.state = "answered";
+      b.querySelector(".tag")?.setAttribute("hidden", "");
+      b.querySelectorAll(".extra button, .extra input").forEach((x) => (x.disabled = true));
+    }
     turn.answered = true;
     turn.el.removeAttribute("data-task");
     turn.el.dataset.state = "answered";
