@@ -49,8 +49,9 @@ func describeEvent(ev a2a.Event) string {
 	return fmt.Sprintf("%T", ev)
 }
 
-func TestExecutorOnEngine(t *testing.T) {
-	t.Parallel()
+// notesEngine is an engine in memory running the runtime's note taker, closed with t.
+func notesEngine(t *testing.T) *engine.Engine {
+	t.Helper()
 	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: agent.Notes()}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,12 @@ func TestExecutorOnEngine(t *testing.T) {
 	t.Cleanup(func() { _ = h.Close() })
 	e := engine.New(agent.Executor(h), memory.New(), nil)
 	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
+
+func TestExecutorOnEngine(t *testing.T) {
+	t.Parallel()
+	e := notesEngine(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
@@ -115,13 +122,7 @@ func TestExecutorOnEngine(t *testing.T) {
 // message of the task's history, not two: the end reuses the said message's ID.
 func TestReplyIsOneMessageOfTheHistory(t *testing.T) {
 	t.Parallel()
-	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: agent.Notes()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	e := engine.New(agent.Executor(h), memory.New(), nil)
-	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	e := notesEngine(t)
 	res, err := e.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("remember the sea is green"))})
 	if err != nil {
 		t.Fatal(err)
