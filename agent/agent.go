@@ -273,25 +273,40 @@ func (in *instance) post(ctx context.Context, f func(*core)) error {
 	}
 }
 
-// do runs f in the instance's goroutine and waits for it.
+// do runs f in the instance's goroutine and waits for it. When do returns an error, f has not
+// run and never will: a caller whose ctx ends while f waits in the mailbox abandons it, and one
+// whose f has already started waits for it (f is short, it runs on the instance goroutine), so a
+// closure never touches its caller's variables after do has returned.
 func (in *instance) do(ctx context.Context, f func(*core)) error {
+	const (
+		queued = iota
+		running
+		abandoned
+	)
+	var state atomic.Int32
 	ran := make(chan struct{})
-	if err := in.post(ctx, func(c *core) { f(c); close(ran) }); err != nil {
+	if err := in.post(ctx, func(c *core) {
+		if state.CompareAndSwap(queued, running) {
+			f(c)
+		}
+		close(ran)
+	}); err != nil {
 		return err
 	}
 	select {
 	case <-ran:
 		return nil
 	case <-in.done:
-		select {
-		case <-ran:
-			return nil
-		default:
-			return ErrClosed
-		}
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	if state.CompareAndSwap(queued, abandoned) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return ErrClosed
+	}
+	<-ran // f is running: it finishes before the instance goroutine can end
+	return nil
 }
 
 // call runs f in the goroutine of a's instance and returns its result.
