@@ -155,3 +155,27 @@ func TestChargeSummaryUsage(t *testing.T) {
 		t.Errorf("Charge() past the budget: %+v, state %s", res, s.State())
 	}
 }
+
+// TestWallLow: WallLow is the first moment a Tick warns about the wall-time budget; none once
+// it warned, nor without a wall budget.
+func TestWallLow(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, Config{Budget: Budget{Wall: 10 * time.Second, Warn: 0.25}})
+	s.Offer(at(0), "t1", User("long job"))
+	low := s.WallLow()
+	if want := at(0).Add(7500 * time.Millisecond); !low.Equal(want) {
+		t.Fatalf("WallLow() = %v, want %v", low, want)
+	}
+	if res := s.Tick(low.Add(-time.Millisecond)); len(res.Warnings) != 0 {
+		t.Errorf("Tick() before WallLow() warned: %+v", res.Warnings)
+	}
+	if res := s.Tick(low); len(res.Warnings) != 1 || res.Warnings[0].Budget != ReasonWall || res.Collapse != nil {
+		t.Errorf("Tick(WallLow()) = %+v, want one wall warning", res)
+	}
+	if got := s.WallLow(); !got.IsZero() {
+		t.Errorf("WallLow() after the warning = %v, want zero", got)
+	}
+	if got := newSession(t, Config{Budget: Budget{Turns: 3}}).WallLow(); !got.IsZero() {
+		t.Errorf("WallLow() without a wall budget = %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -307,6 +308,19 @@ func (s *Session) Deadline() time.Time {
 		return time.Time{}
 	}
 	return s.rec.Opened.Add(s.rec.Config.Budget.Wall)
+}
+
+// WallLow is when the wall-time budget runs low (Warn or less of it left), for a runtime's
+// timer: a Tick at or after it gives the warning. Zero when there is no wall budget, the
+// session is not open, or the warning was given.
+func (s *Session) WallLow() time.Time {
+	b := s.rec.Config.Budget
+	if b.Wall == 0 || s.rec.Opened.IsZero() || s.warned(ReasonWall) {
+		return time.Time{}
+	}
+	limit := b.Wall.Milliseconds()
+	used := int64(math.Ceil(float64(limit) - b.warn()*float64(limit))) // the first use with Warn or less left
+	return s.rec.Opened.Add(time.Duration(used) * time.Millisecond)
 }
 
 // Charge charges usage that belongs to no turn (a summary the session refused, say) to the
