@@ -40,11 +40,79 @@ const EntrySession EntryKind = "session"
 // interrupted is what an aborted turn's task says.
 const interrupted = "Interrupted by a newer message of this conversation."
 
-// Causes of a running turn's interruption by a newer message of its session.
+// Causes of a running turn's interruption: by a newer message of its session, or by the
+// session's wall-time budget running out.
 var (
 	errInterrupted = errors.New("agent: interrupted by a newer message of this conversation")
 	errMerged      = errors.New("agent: restarted with a newer message merged in")
+	errWallSpent   = errors.New("agent: the session's wall-time budget ran out")
 )
+
+// limitWall bounds the attempt t starts by its session's wall-time budget, holding the state:
+// the attempt's context ends (cause errWallSpent) when the budget does, which interrupts
+// whatever effect runs — a model call, a tool, a wait for the model or for the user — and a
+// timer gives the budget's warning when it runs low, while the turn runs. Neither holds a
+// goroutine or the mailbox while it waits: the deadline is the context's own timer, and the
+// warning's timer posts to the mailbox only when it fires (bounded by the turn's life). Both
+// end with the turn (stopWall).
+func (t *turn) limitWall() {
+	if !t.sess || t.slot.s == nil {
+		return
+	}
+	s := t.slot.s
+	end := s.Deadline()
+	if end.IsZero() {
+		return
+	}
+	now := t.c.def.now()
+	if t.wallStop != nil {
+		t.wallStop()
+	}
+	t.actx, t.wallStop = context.WithTimeoutCause(t.actx, end.Sub(now), errWallSpent)
+	if low := s.WallLow(); t.wallLow == nil && !low.IsZero() && low.Before(end) {
+		in, ctx := t.in, t.ctx
+		t.wallLow = time.AfterFunc(max(low.Sub(now), 0), func() {
+			_ = in.post(ctx, func(c *core) { c.wallRunsLow(t) })
+		})
+	}
+}
+
+// stopWall stops t's wall-time timers, holding the state, as t ends.
+func (t *turn) stopWall() {
+	if t.wallLow != nil {
+		t.wallLow.Stop()
+	}
+	if t.wallStop != nil {
+		t.wallStop()
+	}
+}
+
+// wallRunsLow runs on the instance goroutine when t's session's wall-time budget runs low, while
+// t does not hold the state: the session records the warning (committed with the turn), and the
+// user is told at once. If the budget is spent already (the runtime's clock ran ahead of the
+// timer), the session drains and t's attempt ends as its deadline would end it.
+func (c *core) wallRunsLow(t *turn) {
+	slot := t.slot
+	if slot == nil || slot.running != t || slot.s == nil {
+		return // t ended meanwhile
+	}
+	res := slot.s.Tick(c.def.now())
+	for _, w := range res.Warnings {
+		e := Entry{Kind: EntrySession, Rule: "warning", Text: w.Text}
+		t.said = append(t.said, e)
+		t.out.push(e)
+	}
+	if res.Collapse != nil {
+		t.acancel(errWallSpent)
+		c.dropWaiting(slot, res.Dropped, res.Collapse)
+	}
+}
+
+// wallSpent reports whether t's attempt ended because its session's wall time ran out (and not
+// because t was canceled).
+func (t *turn) wallSpent() bool {
+	return t.ctx.Err() == nil && errors.Is(context.Cause(t.actx), errWallSpent)
+}
 
 // admitSession offers t's message to its session, and reports whether it did (a message without
 // a session, or without text, is admitted as before; an empty message leaves its session
@@ -273,6 +341,12 @@ func (t *turn) finishSession(o *Observation, status string) (string, []Entry) {
 		if errors.Is(context.Cause(t.ctx), errInterrupted) {
 			out.Status, out.Error = session.Aborted, interrupted
 		}
+		if t.wallSpent() {
+			out.Status, out.Error = session.Aborted, wallInterrupted(s.Record().Config.Budget.Wall)
+			if end := s.Deadline(); now.Before(end) { // (the timer's clock and the runtime's may differ)
+				now = end
+			}
+		}
 	default:
 		out.Status, out.Error = session.Failed, cmpOr(t.run.Failure, "the turn failed")
 	}
@@ -327,8 +401,16 @@ func (t *turn) finishSession(o *Observation, status string) (string, []Entry) {
 	slot.nextStart = res.Next
 	if status == "canceled" && out.Status == session.Aborted {
 		t.run.Failure = out.Error
+		if t.wallSpent() { // not canceled: the session's budget failed it
+			status = "failed"
+		}
 	}
 	return status, notes
+}
+
+// wallInterrupted is what a turn interrupted by its session's wall-time budget says.
+func wallInterrupted(wall time.Duration) string {
+	return "Interrupted: this conversation's wall-time budget (" + wall.String() + ") ran out during this turn."
 }
 
 // dropWaiting ends, without running them, the turns of the messages the session refused as it

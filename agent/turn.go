@@ -85,6 +85,13 @@ type turn struct {
 	acancel context.CancelCauseFunc
 	cited   []session.Fact
 	notes   []Entry // the session's notes for the user given as the message arrived
+	// The session's wall-time budget (sessions.go, limitWall): wallStop ends the current
+	// attempt's deadline, wallLow is the timer of its warning, said the notes given mid-turn
+	// (already in the output; repeated in the end's result). wallLow and said are set while
+	// holding the state, or by the instance goroutine while the turn does not hold it.
+	wallStop context.CancelFunc
+	wallLow  *time.Timer
+	said     []Entry
 
 	// Set while holding the state, read by consumers only after the end entry (or a park).
 	c      *core
@@ -313,6 +320,7 @@ func (t *turn) main() {
 		t.slot.last, t.slot.known = t.number-1, true
 	}
 	for {
+		t.limitWall()
 		t.v = newView(c.mem)
 		d := c.def
 		t.m = &mind{name: d.name, v: t.v, pol: c.versions[c.current], now: d.now, tools: d.tools, toolHelp: d.toolHelp,
@@ -401,9 +409,10 @@ func (t *turn) finish(o *Observation) {
 	if o != nil {
 		res["observation"], text = o.ID, "run "+o.ID+" ended"
 	}
-	for _, n := range notes {
+	for _, n := range append(t.said, notes...) {
 		res[n.Rule] = joinLine(res[n.Rule], n.Text)
 	}
+	t.stopWall()
 	end := Entry{Kind: EntryEnd, Text: text, Result: res}
 	t.run.Log = append(t.run.Log, end)
 	t.yieldState()
