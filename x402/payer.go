@@ -2,11 +2,12 @@ package x402
 
 // The payer: pays a merchant's requirements within a budget.
 //
-// Concurrency model. A Budget is shared by every payment of one principal; its mutex guards the
-// limits and what was spent, and is held only to compare and add amounts — never while signing
-// or calling anyone. A Payer's mutex guards its list of payments, likewise. Reserve takes an
-// amount from the budget before the payer signs, so concurrent payments can never together sign
-// more than the budget.
+// Concurrency model. A Budget is shared by every payment of one principal; its limits are
+// immutable, and what was spent is its Spending's, which takes an amount atomically (a
+// MemorySpending under its mutex, held only to compare and add amounts — never while signing or
+// calling anyone; a database in one transaction). A Payer's mutex guards its list of payments,
+// likewise. Reserve takes an amount from the budget before the payer signs, so concurrent
+// payments can never together sign more than the budget.
 
 import (
 	"context"
@@ -39,12 +40,14 @@ type Limit struct {
 	Amount  string
 }
 
-// Budget is what a principal granted a payer to spend: a limit per token. The zero Budget
-// allows nothing. It is safe for concurrent use.
+// Budget is what a principal granted a payer to spend: a limit per token. What was spent is
+// kept by a Spending under the budget's account: in memory (NewBudget), or in a database that
+// survives restarts and is shared by replicas (NewBudgetIn, with agent/sqlitestore's or
+// agent/pgstore's). The zero Budget allows nothing. It is safe for concurrent use.
 type Budget struct {
-	mu     sync.Mutex
-	limits map[tokenKey]*big.Int
-	spent  map[tokenKey]*big.Int
+	limits   map[tokenKey]*big.Int
+	spending Spending
+	account  string
 }
 
 type tokenKey struct {
@@ -52,10 +55,29 @@ type tokenKey struct {
 	asset   evm.Address
 }
 
-// NewBudget returns a budget of limits. It panics on a limit whose asset or amount does not
-// parse (they come from the program, not from a peer).
-func NewBudget(limits ...Limit) *Budget {
-	b := &Budget{limits: map[tokenKey]*big.Int{}, spent: map[tokenKey]*big.Int{}}
+// Spending keeps what budgets spent, by account and token (network, and asset as a
+// checksummed address), in atomic units. Take is atomic: what concurrent Takes of one account
+// and token add up to never passes the limit each gives, also across processes sharing the
+// spending's database. Implementations must be safe for concurrent use.
+type Spending interface {
+	// Take adds amount (positive) to what account spent of the token if the sum stays within
+	// limit, and reports whether it did.
+	Take(ctx context.Context, account, network, asset string, amount, limit *big.Int) (bool, error)
+	// Give takes amount back from what account spent of the token, never below zero.
+	Give(ctx context.Context, account, network, asset string, amount *big.Int) error
+	// Spent returns what account spent of the token (zero when nothing).
+	Spent(ctx context.Context, account, network, asset string) (*big.Int, error)
+}
+
+// NewBudget returns a budget of limits whose spending is kept in memory, for as long as the
+// budget lives. It panics on a limit whose asset or amount does not parse (they come from the
+// program, not from a peer).
+func NewBudget(limits ...Limit) *Budget { return NewBudgetIn(NewMemorySpending(), "", limits...) }
+
+// NewBudgetIn returns a budget of limits whose spending sp keeps under account: every budget
+// of one account in one Spending spends the same money. It panics as NewBudget does.
+func NewBudgetIn(sp Spending, account string, limits ...Limit) *Budget {
+	b := &Budget{limits: map[tokenKey]*big.Int{}, spending: sp, account: account}
 	for _, l := range limits {
 		k, err := keyOf(l.Network, l.Asset)
 		amount, err2 := evm.ParseInt(l.Amount)
@@ -76,8 +98,8 @@ func keyOf(network, asset string) (tokenKey, error) {
 }
 
 // Reserve takes amount of a token from the budget, or returns ErrBudgetExceeded (or an error
-// for a token it has no limit for) and takes nothing.
-func (b *Budget) Reserve(network, asset string, amount *big.Int) error {
+// for a token it has no limit for, or the spending's) and takes nothing.
+func (b *Budget) Reserve(ctx context.Context, network, asset string, amount *big.Int) error {
 	k, err := keyOf(network, asset)
 	if err != nil {
 		return err
@@ -85,71 +107,116 @@ func (b *Budget) Reserve(network, asset string, amount *big.Int) error {
 	if amount.Sign() <= 0 {
 		return fmt.Errorf("x402: amount %s is not positive", amount)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	limit, ok := b.limits[k]
 	if !ok {
 		return fmt.Errorf("%w: no budget for %s on %s", ErrBudgetExceeded, asset, network)
 	}
-	spent := b.spent[k]
-	if spent == nil {
-		spent = new(big.Int)
+	took, err := b.spending.Take(ctx, b.account, k.network, k.asset.Hex(), amount, limit)
+	if err != nil {
+		return fmt.Errorf("x402: budget: %w", err)
 	}
-	if next := new(big.Int).Add(spent, amount); next.Cmp(limit) > 0 {
-		return fmt.Errorf("%w: %s of %s on %s would make %s spent of %s", ErrBudgetExceeded, amount, asset, network, next, limit)
+	if !took {
+		spent, _ := b.spending.Spent(ctx, b.account, k.network, k.asset.Hex())
+		return fmt.Errorf("%w: %s of %s on %s would make more than %s spent (%s spent)", ErrBudgetExceeded, amount, asset, network, limit, spent)
 	}
-	b.spent[k] = spent.Add(spent, amount)
 	return nil
 }
 
 // Release gives back an amount Reserve took for a payment that was never signed or never left
 // the process. Never release a signed authorization: its holder can settle it until it expires.
-func (b *Budget) Release(network, asset string, amount *big.Int) {
+func (b *Budget) Release(ctx context.Context, network, asset string, amount *big.Int) error {
 	k, err := keyOf(network, asset)
 	if err != nil {
-		return
+		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.spent[k]; s != nil {
-		s.Sub(s, amount)
-		if s.Sign() < 0 {
-			s.SetInt64(0)
-		}
-	}
+	return b.spending.Give(ctx, b.account, k.network, k.asset.Hex(), amount)
 }
 
 // Remaining returns what is left of the budget for a token (zero when it has no limit for it).
-func (b *Budget) Remaining(network, asset string) *big.Int {
+func (b *Budget) Remaining(ctx context.Context, network, asset string) (*big.Int, error) {
 	k, err := keyOf(network, asset)
 	if err != nil {
-		return new(big.Int)
+		return new(big.Int), nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	limit := b.limits[k]
 	if limit == nil {
-		return new(big.Int)
+		return new(big.Int), nil
 	}
-	r := new(big.Int).Set(limit)
-	if s := b.spent[k]; s != nil {
-		r.Sub(r, s)
+	spent, err := b.spending.Spent(ctx, b.account, k.network, k.asset.Hex())
+	if err != nil {
+		return nil, fmt.Errorf("x402: budget: %w", err)
 	}
-	return r
+	r := new(big.Int).Sub(limit, spent)
+	if r.Sign() < 0 {
+		r.SetInt64(0)
+	}
+	return r, nil
 }
 
 // Spent returns what was taken from the budget for a token.
-func (b *Budget) Spent(network, asset string) *big.Int {
+func (b *Budget) Spent(ctx context.Context, network, asset string) (*big.Int, error) {
 	k, err := keyOf(network, asset)
 	if err != nil {
-		return new(big.Int)
+		return new(big.Int), nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.spent[k]; s != nil {
-		return new(big.Int).Set(s)
+	s, err := b.spending.Spent(ctx, b.account, k.network, k.asset.Hex())
+	if err != nil {
+		return nil, fmt.Errorf("x402: budget: %w", err)
 	}
-	return new(big.Int)
+	return s, nil
+}
+
+// MemorySpending is a Spending in memory: what a process's budgets spent, until it ends.
+type MemorySpending struct {
+	mu    sync.Mutex // guards spent; held only to compare and add amounts
+	spent map[memKey]*big.Int
+}
+
+type memKey struct{ account, network, asset string }
+
+// NewMemorySpending returns an empty MemorySpending.
+func NewMemorySpending() *MemorySpending { return &MemorySpending{spent: map[memKey]*big.Int{}} }
+
+// Take implements Spending.
+func (m *MemorySpending) Take(_ context.Context, account, network, asset string, amount, limit *big.Int) (bool, error) {
+	k := memKey{account, network, asset}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.spent[k]
+	if s == nil {
+		s = new(big.Int)
+	}
+	next := new(big.Int).Add(s, amount)
+	if next.Cmp(limit) > 0 {
+		return false, nil
+	}
+	m.spent[k] = next
+	return true, nil
+}
+
+// Give implements Spending.
+func (m *MemorySpending) Give(_ context.Context, account, network, asset string, amount *big.Int) error {
+	k := memKey{account, network, asset}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.spent[k]; s != nil {
+		next := new(big.Int).Sub(s, amount)
+		if next.Sign() < 0 {
+			next.SetInt64(0)
+		}
+		m.spent[k] = next
+	}
+	return nil
+}
+
+// Spent implements Spending.
+func (m *MemorySpending) Spent(_ context.Context, account, network, asset string) (*big.Int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.spent[memKey{account, network, asset}]; s != nil {
+		return new(big.Int).Set(s), nil
+	}
+	return new(big.Int), nil
 }
 
 // PayerOptions configure NewPayer. Nil means the defaults.
@@ -217,19 +284,25 @@ func (p *Payer) Address() evm.Address { return p.key.Address() }
 // Pay picks the first of pr's requirements the payer may pay — scheme "exact", a token the
 // budget has a limit for, an amount within MaxAmount and what remains — takes the amount from
 // the budget and signs it. ErrNoAcceptable says why each was refused.
-func (p *Payer) Pay(_ context.Context, taskID a2a.TaskID, pr *PaymentRequired) (*Payload, *Requirements, error) {
+func (p *Payer) Pay(ctx context.Context, taskID a2a.TaskID, pr *PaymentRequired) (*Payload, *Requirements, error) {
 	var why []string
 	for i := range pr.Accepts {
 		req := &pr.Accepts[i]
-		reason := p.acceptable(req)
+		reason, err := p.acceptable(ctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
 		if reason == "" {
 			amount, _ := evm.ParseInt(req.MaxAmountRequired)
-			if err := p.budget.Reserve(req.Network, req.Asset, amount); err != nil {
+			if err := p.budget.Reserve(ctx, req.Network, req.Asset, amount); errors.Is(err, ErrBudgetExceeded) {
 				reason = err.Error()
+			} else if err != nil {
+				return nil, nil, err
 			} else {
 				payload, err := p.sign(req)
 				if err != nil {
-					p.budget.Release(req.Network, req.Asset, amount) // nothing signed
+					// Nothing signed: give it back, even if ctx is done.
+					_ = p.budget.Release(context.WithoutCancel(ctx), req.Network, req.Asset, amount)
 					return nil, nil, err
 				}
 				p.mu.Lock()
@@ -247,28 +320,32 @@ func (p *Payer) Pay(_ context.Context, taskID a2a.TaskID, pr *PaymentRequired) (
 	return nil, nil, fmt.Errorf("%w: %s", ErrNoAcceptable, strings.Join(why, "; "))
 }
 
-// acceptable returns why the payer may not pay req, or "".
-func (p *Payer) acceptable(req *Requirements) string {
+// acceptable returns why the payer may not pay req, or "" (an error: the budget's spending failed).
+func (p *Payer) acceptable(ctx context.Context, req *Requirements) (string, error) {
 	if req.Scheme != SchemeExact {
-		return fmt.Sprintf("scheme %q", req.Scheme)
+		return fmt.Sprintf("scheme %q", req.Scheme), nil
 	}
 	if _, err := domainOf(req); err != nil {
-		return err.Error()
+		return err.Error(), nil
 	}
 	if _, err := evm.ParseAddress(req.PayTo); err != nil {
-		return "payTo: " + err.Error()
+		return "payTo: " + err.Error(), nil
 	}
 	amount, err := evm.ParseInt(req.MaxAmountRequired)
 	if err != nil || amount.Sign() <= 0 || amount.BitLen() > 256 {
-		return fmt.Sprintf("amount %q", req.MaxAmountRequired)
+		return fmt.Sprintf("amount %q", req.MaxAmountRequired), nil
 	}
 	if p.maxAmount != nil && amount.Cmp(p.maxAmount) > 0 {
-		return fmt.Sprintf("amount %s over the payer's maximum %s", amount, p.maxAmount)
+		return fmt.Sprintf("amount %s over the payer's maximum %s", amount, p.maxAmount), nil
 	}
-	if p.budget.Remaining(req.Network, req.Asset).Cmp(amount) < 0 {
-		return fmt.Sprintf("amount %s over what remains of the budget for %s on %s", amount, req.Asset, req.Network)
+	left, err := p.budget.Remaining(ctx, req.Network, req.Asset)
+	if err != nil {
+		return "", err
 	}
-	return ""
+	if left.Cmp(amount) < 0 {
+		return fmt.Sprintf("amount %s over what remains of the budget for %s on %s", amount, req.Asset, req.Network), nil
+	}
+	return "", nil
 }
 
 // sign signs req for a window from a minute ago (clock skew) to maxTimeoutSeconds from now,

@@ -144,3 +144,21 @@ func mustInt(s string) *big.Int {
 	}
 	return n
 }
+
+func spentOf(t *testing.T, b *x402.Budget) *big.Int {
+	t.Helper()
+	s, err := b.Spent(t.Context(), "base-sepolia", x402.USDCBaseSepolia.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func remainingOf(t *testing.T, b *x402.Budget) *big.Int {
+	t.Helper()
+	r, err := b.Remaining(t.Context(), "base-sepolia", x402.USDCBaseSepolia.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

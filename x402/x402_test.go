@@ -89,7 +89,7 @@ func TestPayAndComplete(t *testing.T) {
 			if len(ps) != 1 || ps[0].TaskID != task.ID || ps[0].Amount != price || ps[0].Receipt == nil || !ps[0].Receipt.Success {
 				t.Errorf("Payments() = %+v", ps)
 			}
-			if got := budget.Spent("base-sepolia", x402.USDCBaseSepolia.Address); got.String() != price {
+			if got := spentOf(t, budget); got.String() != price {
 				t.Errorf("budget spent = %s, want %s", got, price)
 			}
 		})
@@ -180,7 +180,7 @@ func TestDeclineAndReask(t *testing.T) {
 	if declined.Status.State != a2a.TaskStateCanceled || x402.StatusOf(declined.Status.Message) != x402.StatusRejected {
 		t.Errorf("declined: %s, x402 status %q", declined.Status.State, x402.StatusOf(declined.Status.Message))
 	}
-	if budget.Spent("base-sepolia", x402.USDCBaseSepolia.Address).Sign() != 0 {
+	if spentOf(t, budget).Sign() != 0 {
 		t.Error("declining spent the budget")
 	}
 }
@@ -215,10 +215,10 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		t.Errorf("paid %d, refused %d; want 5 and 35", paid, refused)
 	}
 	limit := new(big.Int).Mul(big.NewInt(5), mustInt(price))
-	if got := budget.Spent("base-sepolia", x402.USDCBaseSepolia.Address); got.Cmp(limit) != 0 {
+	if got := spentOf(t, budget); got.Cmp(limit) != 0 {
 		t.Errorf("spent %s, want the limit %s", got, limit)
 	}
-	if got := budget.Remaining("base-sepolia", x402.USDCBaseSepolia.Address); got.Sign() != 0 {
+	if got := remainingOf(t, budget); got.Sign() != 0 {
 		t.Errorf("remaining %s, want 0", got)
 	}
 	if len(payer.Payments()) != 5 {
@@ -264,7 +264,7 @@ func TestBudgetAcrossTasks(t *testing.T) {
 	if got := s.fac.Settled(); got != 2 {
 		t.Errorf("facilitator settled %d payments, want 2", got)
 	}
-	if got := budget.Remaining("base-sepolia", x402.USDCBaseSepolia.Address); got.Sign() != 0 {
+	if got := remainingOf(t, budget); got.Sign() != 0 {
 		t.Errorf("remaining %s, want 0", got)
 	}
 }

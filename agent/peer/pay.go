@@ -1,11 +1,13 @@
 package peer
 
 // Paying callees that ask for payment (x402, standalone flow): each principal holding the
-// capability has its own budget, made of the settings' limits, kept for as long as the offer
-// (the server process) lives, whichever instance of the principal's spends it.
+// capability has its own budget, made of the settings' limits, whichever instance of the
+// principal's spends it. What was spent is kept by Options.Spending under the principal — the
+// agent store's, so that a restart does not grant it anew and replicas share it — else in memory
+// for as long as the offer lives.
 //
 // Concurrency: payers.mu guards the map; an x402.Payer and its Budget are safe for concurrent
-// use (the budget is taken under its own lock before signing).
+// use (the amount is taken from the spending atomically before signing).
 
 import (
 	"context"
@@ -22,15 +24,17 @@ import (
 
 // payers are the payers of an offer, one per principal.
 type payers struct {
-	s   *PayerSettings
-	key *evm.PrivateKey
+	s     *PayerSettings
+	key   *evm.PrivateKey
+	spent x402.Spending
 
 	mu  sync.Mutex
 	byP map[string]*x402.Payer
 }
 
-// newPayers reads the key of s from the environment; nil when s is nil.
-func newPayers(s *PayerSettings, getenv func(string) string) (*payers, error) {
+// newPayers reads the key of s from the environment; nil when s is nil. spent keeps what was
+// spent; nil: memory.
+func newPayers(s *PayerSettings, getenv func(string) string, spent x402.Spending) (*payers, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -42,7 +46,10 @@ func newPayers(s *PayerSettings, getenv func(string) string) (*payers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: payer.keyEnv: %s does not hold a secp256k1 key", ErrBadSettings, s.KeyEnv) // never the key itself
 	}
-	return &payers{s: s, key: key, byP: map[string]*x402.Payer{}}, nil
+	if spent == nil {
+		spent = x402.NewMemorySpending()
+	}
+	return &payers{s: s, key: key, spent: spent, byP: map[string]*x402.Payer{}}, nil
 }
 
 // of returns principal's payer.
@@ -59,7 +66,7 @@ func (p *payers) of(principal string) *x402.Payer {
 	for _, l := range p.s.Budget {
 		limits = append(limits, x402.Limit{Network: l.Network, Asset: l.Asset, Amount: l.Amount})
 	}
-	py := x402.NewPayer(p.key, x402.NewBudget(limits...), &x402.PayerOptions{MaxAmount: p.s.MaxAmount})
+	py := x402.NewPayer(p.key, x402.NewBudgetIn(p.spent, principal, limits...), &x402.PayerOptions{MaxAmount: p.s.MaxAmount})
 	p.byP[principal] = py
 	return py
 }

@@ -48,6 +48,11 @@ type Options struct {
 	// Strategy is the operator's default strategy. Zero: the manifest's recommended one
 	// (contract).
 	Strategy capability.Strategy
+	// Spending keeps what each principal's payer spent of its budget (settings' payer), under
+	// the principal: the agent store's (agent/sqlitestore's or agent/pgstore's
+	// Spending(agent name)), so that the budget survives restarts and is shared by replicas.
+	// Nil: kept in memory for as long as the offer lives — a restart grants every budget anew.
+	Spending x402.Spending
 }
 
 // Manifest is the a2a capability's manifest under settings allow.
@@ -78,7 +83,7 @@ func Offer(s Settings, opts *Options) (capability.Offer, error) {
 		}
 	}
 	guard := netguard.New(&netguard.Options{Allow: s.networks})
-	pay, err := newPayers(s.Payer, o.Getenv)
+	pay, err := newPayers(s.Payer, o.Getenv, o.Spending)
 	if err != nil {
 		return capability.Offer{}, err
 	}

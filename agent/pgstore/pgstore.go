@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // migrations[i] takes the agent tables from version i to i+1. Append only.
@@ -116,6 +118,17 @@ CREATE TABLE agent_audit (
 	record     json NOT NULL
 );
 CREATE INDEX agent_audit_principal ON agent_audit (agent, principal, seq);
+`,
+	// 5: what payers' budgets spent (x402.Spending), per agent, account (principal) and token.
+	`
+CREATE TABLE agent_spending (
+	agent   text          NOT NULL,
+	account text          NOT NULL,
+	network text          NOT NULL,
+	asset   text          NOT NULL,
+	spent   numeric(78,0) NOT NULL CHECK (spent >= 0),
+	PRIMARY KEY (agent, account, network, asset)
+);
 `,
 }
 
@@ -618,4 +631,60 @@ func (a *audit) Records(ctx context.Context, q capability.AuditQuery) ([]capabil
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// Spending returns what the payers of the definition agentName's instances spent, kept in the
+// database (table agent_spending), shared by every replica: what agent/peer's payers take their
+// budgets from (peer.Options.Spending). A take is one statement, which locks the account's row
+// and re-checks the limit against its newest version, so replicas taking at once never pass it.
+func (s *Store) Spending(agentName string) x402.Spending {
+	return &spending{pool: s.pool, agent: agentName}
+}
+
+type spending struct {
+	pool  *pgxpool.Pool
+	agent string
+}
+
+func (p *spending) Take(ctx context.Context, account, network, asset string, amount, limit *big.Int) (bool, error) {
+	rows, err := p.pool.Query(ctx, `
+		INSERT INTO agent_spending AS s (agent, account, network, asset, spent)
+		SELECT $1, $2, $3, $4, $5::text::numeric WHERE $5::text::numeric <= $6::text::numeric
+		ON CONFLICT (agent, account, network, asset) DO UPDATE SET spent = s.spent + excluded.spent
+		WHERE s.spent + excluded.spent <= $6::text::numeric
+		RETURNING 1`, p.agent, account, network, asset, amount.String(), limit.String())
+	if err != nil {
+		return false, fmt.Errorf("pgstore: spending: %w", err)
+	}
+	n, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return false, fmt.Errorf("pgstore: spending: %w", err)
+	}
+	return len(n) == 1, nil
+}
+
+func (p *spending) Give(ctx context.Context, account, network, asset string, amount *big.Int) error {
+	_, err := p.pool.Exec(ctx, `UPDATE agent_spending SET spent = greatest(spent - $5::text::numeric, 0)
+		WHERE agent = $1 AND account = $2 AND network = $3 AND asset = $4`, p.agent, account, network, asset, amount.String())
+	if err != nil {
+		return fmt.Errorf("pgstore: spending: %w", err)
+	}
+	return nil
+}
+
+func (p *spending) Spent(ctx context.Context, account, network, asset string) (*big.Int, error) {
+	var text string
+	err := p.pool.QueryRow(ctx, `SELECT spent::text FROM agent_spending WHERE agent = $1 AND account = $2 AND network = $3 AND asset = $4`,
+		p.agent, account, network, asset).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return new(big.Int), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: spending: %w", err)
+	}
+	n, ok := new(big.Int).SetString(text, 10)
+	if !ok {
+		return nil, fmt.Errorf("pgstore: spending: %q is not an amount", text)
+	}
+	return n, nil
 }

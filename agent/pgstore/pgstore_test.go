@@ -115,3 +115,20 @@ func TestStateSurvivesReopening(t *testing.T) {
 			func(s agent.Store) { _ = s.(*pgstore.Store).Close() })
 	})
 }
+
+// What payers spent is shared by two replicas (two stores on one database): their concurrent
+// takes never pass a limit together, and it survives both closing.
+func TestSpending(t *testing.T) {
+	t.Parallel()
+	name := schema(t)
+	storetest.Spending(t, open(t, name).Spending("writer"), open(t, name).Spending("writer"))
+	s, err := pgstore.Open(t.Context(), server(t), &pgstore.Options{Schema: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Spending("writer").Spent(t.Context(), "dave@"+t.Name()+"/ConcurrentTakesNeverPassTheLimit", "base-sepolia", "0x036CbD53842c5426634e7929541eC2318f3dCF7e")
+	if err != nil || got.Int64() != 5000 {
+		t.Errorf("Spent on a third connection = %v, %v; want 5000", got, err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // migrations[i] takes the agent tables from version i to i+1; append only.
@@ -220,6 +222,18 @@ CREATE TABLE agent_audit (
 	record     BLOB    NOT NULL
 ) STRICT;
 CREATE INDEX agent_audit_principal ON agent_audit (agent, principal, seq);
+`,
+	// 10: what payers' budgets spent (x402.Spending), per agent, account (principal) and token,
+	// as a decimal string (amounts of 256 bits do not fit an INTEGER).
+	`
+CREATE TABLE agent_spending (
+	agent   TEXT NOT NULL,
+	account TEXT NOT NULL,
+	network TEXT NOT NULL,
+	asset   TEXT NOT NULL,
+	spent   TEXT NOT NULL,
+	PRIMARY KEY (agent, account, network, asset)
+) STRICT, WITHOUT ROWID;
 `,
 }
 
@@ -913,4 +927,95 @@ func (a *audit) Records(ctx context.Context, q capability.AuditQuery) ([]capabil
 	}
 	slices.Reverse(out)
 	return out, wrap("audit", rows.Err())
+}
+
+// Spending returns what the payers of the definition agentName's instances spent, kept in the
+// database (table agent_spending), so that a restart does not give a principal its budget
+// anew: what agent/peer's payers take their budgets from (peer.Options.Spending). A take is one
+// immediate (writing) transaction, so takes of processes sharing the file are serialized too.
+func (s *Store) Spending(agentName string) x402.Spending {
+	return &spending{db: s.db, agent: agentName}
+}
+
+type spending struct {
+	db    *sql.DB
+	agent string
+}
+
+const sqlSpent = `SELECT spent FROM agent_spending WHERE agent = ? AND account = ? AND network = ? AND asset = ?`
+
+func (p *spending) Take(ctx context.Context, account, network, asset string, amount, limit *big.Int) (bool, error) {
+	took := false
+	err := p.update(ctx, account, network, asset, func(spent *big.Int) *big.Int {
+		next := new(big.Int).Add(spent, amount)
+		if next.Cmp(limit) > 0 {
+			return nil
+		}
+		took = true
+		return next
+	})
+	return took, err
+}
+
+func (p *spending) Give(ctx context.Context, account, network, asset string, amount *big.Int) error {
+	return p.update(ctx, account, network, asset, func(spent *big.Int) *big.Int {
+		if spent.Sign() == 0 {
+			return nil // nothing to give back: write nothing
+		}
+		next := new(big.Int).Sub(spent, amount)
+		if next.Sign() < 0 {
+			next.SetInt64(0)
+		}
+		return next
+	})
+}
+
+func (p *spending) Spent(ctx context.Context, account, network, asset string) (*big.Int, error) {
+	var text string
+	err := p.db.QueryRowContext(ctx, sqlSpent, p.agent, account, network, asset).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return new(big.Int), nil
+	}
+	if err != nil {
+		return nil, wrap("spending", err)
+	}
+	return parseSpent(text)
+}
+
+// update reads what account spent of the token and writes what next makes of it (nil: write
+// nothing), in one writing transaction.
+func (p *spending) update(ctx context.Context, account, network, asset string, next func(spent *big.Int) *big.Int) error {
+	tx, err := p.db.BeginTx(ctx, nil) // immediate: the write lock is taken now (Open's _txlock)
+	if err != nil {
+		return wrap("spending", err)
+	}
+	defer tx.Rollback()
+	spent := new(big.Int)
+	var text string
+	switch err := tx.QueryRowContext(ctx, sqlSpent, p.agent, account, network, asset).Scan(&text); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return wrap("spending", err)
+	default:
+		if spent, err = parseSpent(text); err != nil {
+			return err
+		}
+	}
+	n := next(spent)
+	if n == nil {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_spending (agent, account, network, asset, spent) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (agent, account, network, asset) DO UPDATE SET spent = excluded.spent`, p.agent, account, network, asset, n.String()); err != nil {
+		return wrap("spending", err)
+	}
+	return wrap("spending", tx.Commit())
+}
+
+func parseSpent(text string) (*big.Int, error) {
+	n, ok := new(big.Int).SetString(text, 10)
+	if !ok || n.Sign() < 0 {
+		return nil, fmt.Errorf("sqlitestore: spending: %q is not an amount", text)
+	}
+	return n, nil
 }

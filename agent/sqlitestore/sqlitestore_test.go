@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -179,5 +180,35 @@ func TestConcurrentCommitsAreEachAtomic(t *testing.T) {
 	snap, err := s.Load(ctx, key(0), 10)
 	if err != nil || len(snap.Observations) != 1 || len(snap.Beliefs) != 0 {
 		t.Fatalf("instance 0 after the refused batch: %d observations, %d beliefs, %v", len(snap.Observations), len(snap.Beliefs), err)
+	}
+}
+
+// What payers spent is kept in the file: two stores on it (two processes) share it, and their
+// concurrent takes never pass a limit together.
+func TestSpending(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a2awebcap.db")
+	storetest.Spending(t, open(t, path).Spending("writer"), open(t, path).Spending("writer"))
+}
+
+// What was spent survives a restart (the store reopened on its file), per agent.
+func TestSpendingSurvivesReopen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a2awebcap.db")
+	const network, asset = "base-sepolia", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+	s, err := sqlitestore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Spending("writer").Take(t.Context(), "alice", network, asset, big.NewInt(7000), big.NewInt(10000)); !ok || err != nil {
+		t.Fatalf("Take = %v, %v; want true", ok, err)
+	}
+	_ = s.Close()
+	again := open(t, path)
+	if got, err := again.Spending("writer").Spent(t.Context(), "alice", network, asset); err != nil || got.Int64() != 7000 {
+		t.Errorf("Spent after reopening = %v, %v; want 7000", got, err)
+	}
+	if got, _ := again.Spending("editor").Spent(t.Context(), "alice", network, asset); got.Sign() != 0 {
+		t.Errorf("Spent of another agent = %v, want 0", got)
 	}
 }

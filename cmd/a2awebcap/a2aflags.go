@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/peer"
 	"github.com/a2awebcap/a2awebcap/hosting"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // a2aConfig is the a2a capability's flags.
@@ -50,8 +52,10 @@ func (a *a2aConfig) offer() (capability.Offer, error) {
 	return peer.Offer(s, &peer.Options{Self: a.self})
 }
 
-// hostedOffer is the a2a offer of a definition: its capabilities.a2a, else the flags'.
-func (a *a2aConfig) hostedOffer(d *hosting.Definition) (capability.Offer, error) {
+// hostedOffer is the a2a offer of a definition: its capabilities.a2a, else the flags'. Its
+// payer's spending is kept in st when st keeps spending (the SQLite and PostgreSQL stores do),
+// under the definition's name.
+func (a *a2aConfig) hostedOffer(d *hosting.Definition, st agent.Store) (capability.Offer, error) {
 	var s peer.Settings
 	var err error
 	switch {
@@ -70,5 +74,9 @@ func (a *a2aConfig) hostedOffer(d *hosting.Definition) (capability.Offer, error)
 	if a.self != "" {
 		self = strings.TrimSuffix(a.self, "/") + "/agents/" + d.Name + "/"
 	}
-	return peer.Offer(s, &peer.Options{Self: self})
+	var spent x402.Spending
+	if sp, ok := st.(interface{ Spending(string) x402.Spending }); ok {
+		spent = sp.Spending(d.Name)
+	}
+	return peer.Offer(s, &peer.Options{Self: self, Spending: spent})
 }

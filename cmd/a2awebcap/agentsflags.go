@@ -93,7 +93,7 @@ func hostedAgents(ctx context.Context, c serveConfig, log *slog.Logger, obs *tel
 	}
 	opts := &hosting.Options{Store: st, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices, Sessions: scfg,
 		FetchAllow: list(c.caps.fetchAllow), FetchOptions: fetchOpts,
-		A2A: c.caps.a2a.hostedOffer,
+		A2A: func(d *hosting.Definition) (capability.Offer, error) { return c.caps.a2a.hostedOffer(d, st) },
 		Offer: func(d *hosting.Definition, name string) (capability.Offer, bool, error) {
 			switch name {
 			case "fs":
