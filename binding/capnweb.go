@@ -722,6 +722,7 @@ func (s *agentSession) SubscribeToPushNotifications(ctx context.Context, taskID 
 // interrupted state, until the task is terminal or a call through win fails.
 func (s *agentSession) push(ctx context.Context, id a2a.TaskID, win *callWindow, params any) {
 	var last int64 = -1
+	sent := false // whether the callback has had an event
 	base, err := serviceParams(params)
 	if err != nil {
 		return
@@ -741,8 +742,14 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, win *callWindow,
 		progressed, terminal := false, false
 		for ev, err := range s.b.h.SubscribeToTask(cctx, &a2a.SubscribeToTaskRequest{ID: id}) {
 			if err != nil {
+				if !sent {
+					// The task ended before the subscription could follow it (canceled
+					// right after subscribing): its final state is still the callback's.
+					s.pushFinal(cctx, id, win)
+				}
 				return // the task is finished or gone; nothing more will come
 			}
+			sent = true
 			if seq, ok := wire.Seq(ev); ok {
 				if seq <= last {
 					continue
@@ -764,6 +771,17 @@ func (s *agentSession) push(ctx context.Context, id a2a.TaskID, win *callWindow,
 		if terminal || !progressed {
 			return
 		}
+	}
+}
+
+// pushFinal calls win with the task's snapshot if the task is terminal.
+func (s *agentSession) pushFinal(ctx context.Context, id a2a.TaskID, win *callWindow) {
+	t, err := s.b.h.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+	if err != nil || !t.Status.State.Terminal() {
+		return
+	}
+	if w, err := toWire(a2a.StreamResponse{Event: t}); err == nil {
+		_ = win.call(w)
 	}
 }
 

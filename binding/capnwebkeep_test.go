@@ -13,8 +13,8 @@ import (
 func TestPreAuthIdleTimeout(t *testing.T) {
 	t.Parallel()
 	p := &passwords{}
-	ts := startServer(t, serverConfig{engine: true, opts: &Options{Authenticate: p.auth, PreAuthIdleTimeout: 200 * time.Millisecond,
-		Capnweb: &capnweb.HandlerOptions{PingInterval: 150 * time.Millisecond}}})
+	ts := startServer(t, serverConfig{engine: true, opts: &Options{Authenticate: p.auth, PreAuthIdleTimeout: time.Second,
+		Capnweb: &capnweb.HandlerOptions{PingInterval: 500 * time.Millisecond}}})
 	anon := ts.dialCapnweb(t, "", nil)
 	authed := ts.dialCapnweb(t, "", nil)
 	session := authed.Main().Call("authenticate", map[string]any{"User": "alice", "Password": "alice-secret"})
@@ -29,7 +29,7 @@ func TestPreAuthIdleTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the unauthenticated connection was kept")
 	}
-	time.Sleep(400 * time.Millisecond) // twice its PreAuthIdleTimeout, quiet
+	time.Sleep(2 * time.Second) // twice its PreAuthIdleTimeout, quiet
 	if _, err := session.Call("listTasks", map[string]any{}).Await(t.Context()); err != nil {
 		t.Errorf("the authenticated connection after a quiet while: %v", err)
 	}

@@ -254,3 +254,43 @@ func TestQuotaWatchIgnoresLastEventID(t *testing.T) {
 		})
 	}
 }
+
+// A push subscription to a task that has ended (canceled just after subscribing, before the
+// server follows it) gets the task's final state once, not silence.
+func TestCapnwebPushSubscriptionToEndedTask(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{engine: true})
+	c := ts.client(t, a2a.TransportProtocolJSONRPC)
+	req := userMessage("wait:" + t.Name())
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	res, err := c.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.exec.release(t.Name())
+	id := res.(*a2a.Task).ID
+	if _, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan map[string]any, 4)
+	callback := func(ev map[string]any) { got <- ev }
+	ws := ts.capnwebSessions(t, "", nil)["websocket"]
+	if got := callReason(t, ws.Main().Call("subscribeToPushNotifications", string(id), callback)); got != "ok" {
+		t.Fatalf("subscribeToPushNotifications() = %s, want ok", got)
+	}
+	select {
+	case ev := <-got:
+		task, _ := ev["task"].(map[string]any)
+		status, _ := task["status"].(map[string]any)
+		if status["state"] != "TASK_STATE_CANCELED" {
+			t.Errorf("the callback got %v, want the canceled task", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the callback of a subscription to an ended task was never called")
+	}
+	select {
+	case ev := <-got:
+		t.Errorf("a second event after the final state: %v", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

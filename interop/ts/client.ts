@@ -152,7 +152,11 @@ await step("push", async () => {
   let canceled!: () => void;
   const ended = new Promise<void>((resolve) => (canceled = resolve));
   using sub = await agent.subscribeToPushNotifications(id, (event) => {
-    if ("task" in event) states.push(event.task.status.state);
+    if ("task" in event) {
+      states.push(event.task.status.state);
+      // Canceled before the server followed the task: its final state comes as the task.
+      if (event.task.status.state === "TASK_STATE_CANCELED") canceled();
+    }
     if ("statusUpdate" in event) {
       states.push(event.statusUpdate.status.state);
       if (event.statusUpdate.status.state === "TASK_STATE_CANCELED") canceled();
