@@ -105,7 +105,7 @@ func (b *Builtin) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			e.fail(err)
 			return
 		}
-		text := strings.TrimSpace(messageText(ec.Message))
+		text := strings.TrimSpace(MessageText(ec.Message))
 		if ec.StoredTask != nil && ec.StoredTask.Status.State == a2a.TaskStateInputRequired {
 			b.answer(e, text)
 			return
@@ -229,7 +229,7 @@ func (b *Builtin) waitFrom(e *emitter, rest string, t *a2a.Task) {
 	}
 	done := 0
 	var total int
-	if _, err := fmt.Sscanf(messageText(t.Status.Message), "%d/%d seconds elapsed.", &done, &total); err != nil || total != n || done > n {
+	if _, err := fmt.Sscanf(MessageText(t.Status.Message), "%d/%d seconds elapsed.", &done, &total); err != nil || total != n || done > n {
 		done = 0
 	}
 	start := b.now().UTC().Add(-time.Duration(done) * b.tick())
@@ -241,7 +241,7 @@ func (b *Builtin) waitFrom(e *emitter, rest string, t *a2a.Task) {
 func (b *Builtin) RecoverTask(_ context.Context, t *a2a.Task) ([]a2a.Event, error) {
 	for i := len(t.History) - 1; i >= 0; i-- {
 		if m := t.History[i]; m != nil && m.Role == a2a.MessageRoleUser {
-			if cmd, _ := splitCommand(strings.TrimSpace(messageText(m))); cmd == "wait" || cmd == "sleep" {
+			if cmd, _ := splitCommand(strings.TrimSpace(MessageText(m))); cmd == "wait" || cmd == "sleep" {
 				return nil, engine.ErrResume
 			}
 			break

@@ -91,7 +91,7 @@ func TestBuiltinCommands(t *testing.T) {
 				}
 				if tc.want.artifact != nil {
 					if len(task.Artifacts) != 1 || task.Artifacts[0].Name != "wait-result" ||
-						!tc.want.artifact.MatchString(messageText(&a2a.Message{Parts: task.Artifacts[0].Parts})) {
+						!tc.want.artifact.MatchString(MessageText(&a2a.Message{Parts: task.Artifacts[0].Parts})) {
 						t.Errorf("artifacts = %s, want one wait-result matching %s", jsonOf(t, task.Artifacts), tc.want.artifact)
 					}
 				} else if len(task.Artifacts) != 0 {

@@ -143,7 +143,7 @@ func TestConformanceScenariosBlocking(t *testing.T) {
 					if !ok {
 						t.Fatalf("result is %T, want *a2a.Message", res)
 					}
-					if got := messageText(msg); got != tc.want.message {
+					if got := MessageText(msg); got != tc.want.message {
 						t.Errorf("message = %q, want %q", got, tc.want.message)
 					}
 					if msg.Role != a2a.MessageRoleAgent || msg.TaskID != "" {
@@ -171,7 +171,7 @@ func TestConformanceScenariosStreaming(t *testing.T) {
 					if !ok || len(events) != 1 {
 						t.Fatalf("stream = %d events starting with %T, want exactly one Message", len(events), s.first)
 					}
-					if got := messageText(msg); got != tc.want.message {
+					if got := MessageText(msg); got != tc.want.message {
 						t.Errorf("message = %q, want %q", got, tc.want.message)
 					}
 					return
@@ -229,7 +229,7 @@ func TestConformanceMultiTurn(t *testing.T) {
 			var userTexts []string
 			for _, h := range full.History {
 				if h.Role == a2a.MessageRoleUser {
-					userTexts = append(userTexts, messageText(h))
+					userTexts = append(userTexts, MessageText(h))
 				}
 			}
 			want := []string{"start", "TCK history message 1", "TCK history message 2", "done"}

@@ -141,8 +141,9 @@ func cancelEvents(ec *a2asrv.ExecutorContext, text string) iter.Seq2[a2a.Event, 
 	}
 }
 
-// messageText joins the text parts of m with newlines.
-func messageText(m *a2a.Message) string {
+// MessageText is the text of m as the agents read it: its text parts joined by newlines ("" for
+// nil).
+func MessageText(m *a2a.Message) string {
 	if m == nil {
 		return ""
 	}

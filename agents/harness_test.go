@@ -97,7 +97,7 @@ func asTask(t *testing.T, res a2a.SendMessageResult) *a2a.Task {
 }
 
 // statusText is the text of a task status message ("" when there is none).
-func statusText(s a2a.TaskStatus) string { return messageText(s.Message) }
+func statusText(s a2a.TaskStatus) string { return MessageText(s.Message) }
 
 // jsonOf renders v as JSON for comparisons that should ignore Go types lost on the wire
 // (int vs float64 in data parts).

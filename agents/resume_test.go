@@ -97,5 +97,5 @@ func textOf(m *a2a.Message) string {
 	if m == nil {
 		return ""
 	}
-	return messageText(m)
+	return MessageText(m)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/engine"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // Agent is one agent of an Agents.
@@ -37,8 +38,11 @@ type Agent struct {
 	// Host serves its instances.
 	Host *agent.Host
 	// Card is its card: skills derived from the definition, no interfaces (the handler adds
-	// them). A server may add to it (security schemes, push notifications) before serving.
+	// them), and the x402 extension when its skills are priced. A server may add to it
+	// (security schemes, push notifications) before serving.
 	Card *a2a.AgentCard
+
+	pay *x402.MerchantOptions // its merchant's, when its skills are priced
 }
 
 // Agents is a set of distinct agents served by one engine.
@@ -87,7 +91,7 @@ func New(defs []*Definition, opts *Options) (*Agents, error) {
 			a.Close()
 			return nil, fmt.Errorf("%s: %w", where(b.src), err)
 		}
-		ag := &Agent{Name: b.src.Name, Definition: b.src, Host: h, Card: b.card}
+		ag := &Agent{Name: b.src.Name, Definition: b.src, Host: h, Card: b.card, pay: b.pay}
 		a.list = append(a.list, ag)
 		a.byName[ag.Name] = ag
 	}
@@ -132,13 +136,17 @@ func AgentFrom(ctx context.Context) (string, bool) {
 }
 
 // Executor is the executor of the engine that serves a: each execution runs on the host of the
-// agent its tenant names (see Hosted), for the caller's own tenant. It also recovers tasks
+// agent its tenant names (see Hosted), for the caller's own tenant — through an x402.Merchant
+// when the agent's skills are priced (Definition.Payments). It also recovers tasks
 // (engine.Recoverer): each agent is asked in turn for a task left running by a previous
 // process, and the one that ran it settles it.
 func (a *Agents) Executor() a2asrv.AgentExecutor {
 	x := &router{a: a, exec: map[string]a2asrv.AgentExecutor{}}
 	for _, ag := range a.list {
 		x.exec[ag.Name] = agent.Executor(ag.Host)
+		if ag.pay != nil {
+			x.exec[ag.Name] = x402.NewMerchant(x.exec[ag.Name], ag.pay)
+		}
 	}
 	return x
 }

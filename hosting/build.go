@@ -20,6 +20,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent/llm"
 	"github.com/a2awebcap/a2awebcap/agent/session"
 	"github.com/a2awebcap/a2awebcap/agents"
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // Options configure New. Nil means the defaults each field documents.
@@ -57,6 +58,11 @@ type Options struct {
 	Audit func(name string) capability.Audit
 	// NewModel makes a definition's model, given its API key. Nil: llm.New.
 	NewModel func(m *Model, apiKey string) agent.Model
+	// Facilitator is the base URL of the x402 facilitator of a definition whose payments name
+	// none. "": such a definition is refused.
+	Facilitator string
+	// FacilitatorOptions configure the clients of the facilitators. Nil: the defaults.
+	FacilitatorOptions *x402.FacilitatorOptions
 }
 
 // built is a definition made ready for the runtime.
@@ -65,6 +71,7 @@ type built struct {
 	def    *agent.Definition
 	offers []capability.Offer // what def.Capabilities offers, in the definition's order
 	card   *a2a.AgentCard
+	pay    *x402.MerchantOptions // nil: free
 }
 
 // build makes d's agent definition and card.
@@ -134,6 +141,14 @@ func build(d *Definition, o *Options) (*built, error) {
 		def.Preinstall = slices.Clone(d.Capabilities.Preinstall)
 	}
 	b.card = card(d, deriveSkills(b))
+	pay, err := merchant(d, b.card.Skills, o)
+	if err != nil {
+		return nil, err
+	}
+	if pay != nil {
+		b.pay = pay
+		b.card.Capabilities.Extensions = append(b.card.Capabilities.Extensions, x402.Extension(d.Payments.Required))
+	}
 	return b, nil
 }
 

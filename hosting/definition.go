@@ -55,6 +55,8 @@ type Definition struct {
 	Model *Model `json:"model,omitempty"`
 	// Capabilities is what its instances are offered.
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
+	// Payments price its skills (x402); nil means every skill is free.
+	Payments *Payments `json:"payments,omitempty"`
 
 	// File is the file the definition was read from ("" for one made in code).
 	File string `json:"-"`
@@ -360,6 +362,9 @@ func (d *Definition) Check() error {
 		if len(c.A2A) > 0 && !slices.Contains(d.offered(), "a2a") {
 			return errors.New("capabilities.a2a: a2a is not offered")
 		}
+	}
+	if d.Payments != nil {
+		return d.Payments.check()
 	}
 	return nil
 }

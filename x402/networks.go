@@ -61,3 +61,17 @@ func Exact(asset Asset, payTo, amount, description string) Requirements {
 		Extra:             map[string]any{"name": asset.Name, "version": asset.Version},
 	}
 }
+
+// Assets are the well-known assets, which AssetOf finds.
+var Assets = []Asset{USDCBase, USDCBaseSepolia}
+
+// AssetOf returns the well-known asset of contract address on network (the address in any
+// case), and whether there is one.
+func AssetOf(network, address string) (Asset, bool) {
+	for _, a := range Assets {
+		if a.Network == network && strings.EqualFold(a.Address, address) {
+			return a, true
+		}
+	}
+	return Asset{}, false
+}

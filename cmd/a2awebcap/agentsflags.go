@@ -23,12 +23,15 @@ import (
 
 // agentsConfig is the -agents flag.
 type agentsConfig struct {
-	path string
+	path        string
+	facilitator string
 }
 
 func (a *agentsConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&a.path, "agents", envOr("A2AWEBCAP_AGENTS", ""),
 		"serve several agents, defined at this `path`: a directory of JSON files (one agent each) or one file (docs/multi-agent.md); each is served under /agents/NAME/, on gRPC by tenant NAME, and GET /agents lists them; -agent, -name, -llm-* and -capabilit* then do not apply (A2AWEBCAP_AGENTS)")
+	fs.StringVar(&a.facilitator, "x402-facilitator", envOr("A2AWEBCAP_X402_FACILITATOR", ""),
+		"with -agents: the base `URL` of the x402 facilitator that verifies and settles the payments of priced skills, for the definitions whose payments name none (docs/payments.md) (A2AWEBCAP_X402_FACILITATOR)")
 }
 
 // singleAgentFlags are the flags that configure the one agent of serve, which -agents replaces.
@@ -92,7 +95,7 @@ func hostedAgents(ctx context.Context, c serveConfig, log *slog.Logger, obs *tel
 		return fail(err)
 	}
 	opts := &hosting.Options{Store: st, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices, Sessions: scfg,
-		FetchAllow: list(c.caps.fetchAllow), FetchOptions: fetchOpts,
+		FetchAllow: list(c.caps.fetchAllow), FetchOptions: fetchOpts, Facilitator: c.agents.facilitator,
 		A2A: func(d *hosting.Definition) (capability.Offer, error) { return c.caps.a2a.hostedOffer(d, st) },
 		Offer: func(d *hosting.Definition, name string) (capability.Offer, bool, error) {
 			switch name {
