@@ -15,6 +15,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/a2awebcap/a2awebcap/capnweb"
 	"github.com/a2awebcap/a2awebcap/internal/wire"
 )
@@ -115,7 +117,7 @@ func (b *capnwebBinding) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Method == http.MethodPost && !isBatchType(r.Header.Get("Content-Type")) {
-		writeRESTError(w, mediaJSON, errBatchContentType(r.Header.Get("Content-Type")))
+		writeRESTError(w, r, mediaJSON, errBatchContentType(r.Header.Get("Content-Type")))
 		return
 	}
 	version, rerr := b.hh.negotiate(r, false)
@@ -195,8 +197,10 @@ func (s *a2aService) Authenticate(ctx context.Context, credentials any) (*agentS
 		return nil, a2a.NewError(a2a.ErrUnauthenticated, "credentials must be an object of header names and values")
 	}
 	capnweb.Blocking(ctx) // Options.Authenticate may ask another service
+	t0 := time.Now()
 	u, err := s.b.authenticate(ctx, h, s.remote)
 	if err != nil {
+		s.refused(ctx, "Authenticate", nil, t0, err)
 		return nil, err
 	}
 	c := *s.agentSession // the connection's, now as u
@@ -239,8 +243,38 @@ func (s *agentSession) call(ctx context.Context, method string, req, perCall any
 }
 
 // start is call; only with blocks does it tell capnweb that the call blocks (a call that
-// settles later through a capnweb.Deferred does not).
+// settles later through a capnweb.Deferred does not). A refusal is observed as the call.
 func (s *agentSession) start(ctx context.Context, method string, req, perCall any, blocks bool) (context.Context, func(), error) {
+	t0 := time.Now()
+	cctx, done, err := s.admit(ctx, method, req, perCall, blocks)
+	if err != nil {
+		s.refused(ctx, method, perCall, t0, err)
+	}
+	return cctx, done, err
+}
+
+// refused observes a call of method refused with err before its handler ran (see start).
+func (s *agentSession) refused(ctx context.Context, method string, perCall any, start time.Time, err error) {
+	obs := s.b.hh.obs
+	if obs == nil {
+		return
+	}
+	var principal string
+	if s.user != nil && s.user.Authenticated {
+		principal = s.user.Name
+	}
+	carrier := s.params
+	if extra, perr := serviceParams(perCall); perr == nil && len(extra) > 0 {
+		carrier = s.params.Clone()
+		for k, v := range extra {
+			carrier[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	refused(ctx, obs, bindingCapnweb, method, principal, propagation.HeaderCarrier(carrier), start, err)
+}
+
+// admit is start without the observation.
+func (s *agentSession) admit(ctx context.Context, method string, req, perCall any, blocks bool) (context.Context, func(), error) {
 	if s.authErr != nil && s.user == nil {
 		return nil, nil, s.authErr // before any work: an unauthenticated caller gets little else
 	}

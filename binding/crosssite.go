@@ -89,9 +89,9 @@ func (g *siteGuard) check(w http.ResponseWriter, r *http.Request, jsonrpc bool) 
 		return true
 	}
 	if jsonrpc {
-		writeJSONRPCError(w, nil, false, rerr)
+		writeJSONRPCError(w, r, nil, false, rerr)
 	} else {
-		writeRESTError(w, mediaJSON, rerr)
+		writeRESTError(w, r, mediaJSON, rerr)
 	}
 	return false
 }
@@ -165,7 +165,7 @@ func (g *siteGuard) preflight(w http.ResponseWriter, r *http.Request) {
 	h.Add("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
 	origin := g.allowedOrigin(r)
 	if origin == "" {
-		writeRESTError(w, mediaJSON, errCrossOrigin(r.Header.Get("Origin")))
+		writeRESTError(w, r, mediaJSON, errCrossOrigin(r.Header.Get("Origin")))
 		return
 	}
 	h.Set("Access-Control-Allow-Origin", origin)

@@ -5,11 +5,13 @@ import (
 	"github.com/a2awebcap/a2awebcap/telemetry"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpcv0 "github.com/a2aproject/a2a-go/v2/a2agrpc/v0"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -81,9 +83,9 @@ func newGRPCServer(h a2asrv.RequestHandler, opts *GRPCOptions, cardChecks bool) 
 	}
 	s := grpc.NewServer(append(sopts, o.ServerOptions...)...)
 	a2agrpc.NewHandler(pagedHandler{grpcTenants{h}}).RegisterWith(s)
-	registerExtGRPC(s, SessionsGRPCService, sessionOps(o.Sessions))
-	registerExtGRPC(s, OperatorGRPCService, operatorOps(o.Operator))
-	registerExtGRPC(s, MemoryGRPCService, memoryOps(o.Memory))
+	registerExtGRPC(s, SessionsGRPCService, observeOps(sessionOps(o.Sessions), o.Telemetry))
+	registerExtGRPC(s, OperatorGRPCService, observeOps(operatorOps(o.Operator), o.Telemetry))
+	registerExtGRPC(s, MemoryGRPCService, observeOps(memoryOps(o.Memory), o.Telemetry))
 	if o.Serve03 {
 		a2agrpcv0.NewHandler(h).RegisterWith(s)
 	}
@@ -101,11 +103,7 @@ type grpcGuard struct {
 }
 
 func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, err := g.check(ctx, info.FullMethod)
-	if err != nil {
-		return nil, err
-	}
-	ctx, done, err := g.reserve(ctx, info.FullMethod)
+	ctx, done, err := g.admit(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +112,7 @@ func (g *grpcGuard) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 }
 
 func (g *grpcGuard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	ctx, err := g.check(ss.Context(), info.FullMethod)
-	if err != nil {
-		return err
-	}
-	ctx, done, err := g.reserve(ctx, info.FullMethod)
+	ctx, done, err := g.admit(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}
@@ -126,18 +120,34 @@ func (g *grpcGuard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 }
 
+// admit applies the binding's checks and quotas to a call of fullMethod; a refusal is
+// observed as the call.
+func (g *grpcGuard) admit(ctx context.Context, fullMethod string) (context.Context, func(), error) {
+	start := time.Now()
+	ctx, rerr := g.check(ctx, fullMethod)
+	done := func() {}
+	if rerr == nil {
+		ctx, done, rerr = g.reserve(ctx, fullMethod)
+	}
+	if rerr == nil {
+		return ctx, done, nil
+	}
+	if g.obs != nil {
+		_, method, _ := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+		md, _ := metadata.FromIncomingContext(ctx)
+		refused(ctx, g.obs, bindingGRPC, method, principalOf(ctx), propagation.HeaderCarrier(metadataHeaders(md)), start, rerr)
+	}
+	return ctx, nil, grpcError(rerr)
+}
+
 // reserve takes the quota slots a call of an A2A service method needs (quotaState.reserve).
-func (g *grpcGuard) reserve(ctx context.Context, fullMethod string) (context.Context, func(), error) {
+func (g *grpcGuard) reserve(ctx context.Context, fullMethod string) (context.Context, func(), *requestError) {
 	service, method, _ := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
 	if g.quotas == nil || (service != grpcService10 && service != grpcService03) {
 		return ctx, func() {}, nil
 	}
 	send, stream := grpcKind(method)
-	ctx, done, rerr := g.quotas.reserve(ctx, principalKey(ctx, grpcPeerAddr(ctx)), send, stream)
-	if rerr != nil {
-		return ctx, nil, grpcError(rerr)
-	}
-	return ctx, done, nil
+	return g.quotas.reserve(ctx, principalKey(ctx, grpcPeerAddr(ctx)), send, stream)
 }
 
 type ctxStream struct {
@@ -149,7 +159,7 @@ func (s *ctxStream) Context() context.Context { return s.ctx }
 
 // check validates a call to method and returns the context the service
 // should see (with the extensions metadata split into single URIs).
-func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, error) {
+func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, *requestError) {
 	ctx = withBinding(ctx, bindingGRPC)
 	service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 	var own string
@@ -167,7 +177,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 		declared = vs[0]
 	}
 	if v, ok := normalizeVersion(declared); !ok || (v != "" && v != own) {
-		return ctx, grpcError(errVersionNotSupported(declared, g.supported))
+		return ctx, errVersionNotSupported(declared, g.supported)
 	}
 
 	uris := splitList(md.Get(hdrExtensions))
@@ -175,7 +185,7 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 		uris = append(uris, splitList(md.Get(hdrLegacyExtensions))...)
 	}
 	if missing := missingExtensions(g.required, uris); len(missing) > 0 {
-		return ctx, grpcError(errExtensionRequired(missing))
+		return ctx, errExtensionRequired(missing)
 	}
 	if len(uris) > 0 {
 		md = md.Copy()
@@ -185,11 +195,11 @@ func (g *grpcGuard) check(ctx context.Context, method string) (context.Context, 
 	if g.auth != nil {
 		var rerr *requestError
 		if ctx, rerr = authenticate(ctx, g.throttle, g.auth, metadataHeaders(md), grpcPeerAddr(ctx), g.obs); rerr != nil {
-			return ctx, grpcError(rerr)
+			return ctx, rerr
 		}
 	}
 	if rerr := g.limit.check(ctx, grpcPeerAddr(ctx)); rerr != nil {
-		return ctx, grpcError(rerr)
+		return ctx, rerr
 	}
 	return ctx, nil
 }

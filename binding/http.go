@@ -100,7 +100,7 @@ func NewHTTPHandler(h a2asrv.RequestHandler, card *a2a.AgentCard, opts *Options)
 		restV1:       a2asrv.NewRESTHandler(pagedHandler{inner}, topts...),
 		restTenant:   a2asrv.NewTenantRESTHandler("/{*}", pagedHandler{inner}, topts...),
 	}
-	hh.ext = mergeOps(sessionOps(o.Sessions), operatorOps(o.Operator), memoryOps(o.Memory))
+	hh.ext = observeOps(mergeOps(sessionOps(o.Sessions), operatorOps(o.Operator), memoryOps(o.Memory)), o.Telemetry)
 	if capnwebPath != "" {
 		hh.capnwebPath = capnwebPath
 		hh.capnweb = newCapnwebBinding(h, hh, &o, card)
@@ -163,9 +163,9 @@ func (h *httpHandler) reserve(w http.ResponseWriter, r *http.Request, send, stre
 		return r.WithContext(ctx), done
 	}
 	if jsonrpc {
-		writeJSONRPCError(w, id, false, rerr)
+		writeJSONRPCError(w, r, id, false, rerr)
 	} else {
-		writeRESTError(w, negotiateJSON(r.Header.Get("Accept")), rerr)
+		writeRESTError(w, r, negotiateJSON(r.Header.Get("Accept")), rerr)
 	}
 	return nil, nil
 }
@@ -176,23 +176,26 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == WellKnownCardPath:
 		h.card.ServeHTTP(w, r)
 	case h.capnweb != nil && p == h.capnwebPath:
-		if h.site.check(w, r, false) {
+		// (Its calls are observed one by one: agentSession.start.)
+		if r = withArrival(r, h.obs, bindingCapnweb); h.site.check(w, r, false) {
 			h.capnweb.ServeHTTP(w, r)
 		}
 	case p == h.jsonrpcPath, p == h.jsonrpcPath+"/":
 		// Clients that join "/" to the interface URL (the conformance kit does) post to the
 		// path with a trailing slash.
-		if !h.site.check(w, r, true) {
+		if r = withArrival(r, h.obs, bindingJSONRPC); !h.site.check(w, r, true) {
 			return
 		}
-		if r = h.authenticate(w, r.WithContext(withBinding(r.Context(), bindingJSONRPC)), true); r != nil {
+		if r = h.authenticate(w, r, true); r != nil {
 			h.serveJSONRPC(w, r)
 		}
 	case strings.HasPrefix(p, h.restPath+"/"):
+		r = withArrival(r, h.obs, bindingREST)
+		setMethod(r, restMethod(r.Method, r.URL.EscapedPath()[len(h.restPath):]))
 		if !h.site.check(w, r, false) {
 			return
 		}
-		if r = h.authenticate(w, r.WithContext(withBinding(r.Context(), bindingREST)), false); r != nil {
+		if r = h.authenticate(w, r, false); r != nil {
 			h.serveREST(w, r)
 		}
 	default:
@@ -221,9 +224,9 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonr
 		w.Header().Set("Retry-After", rerr.meta["retryAfterSeconds"])
 	}
 	if jsonrpc {
-		writeJSONRPCError(w, nil, false, rerr)
+		writeJSONRPCError(w, r, nil, false, rerr)
 	} else {
-		writeRESTError(w, mediaJSON, rerr)
+		writeRESTError(w, r, mediaJSON, rerr)
 	}
 	return nil
 }
@@ -245,7 +248,7 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeJSONRPCError(w, nil, false, errBodyTooLarge(h.maxBody))
+			writeJSONRPCError(w, r, nil, false, errBodyTooLarge(h.maxBody))
 		}
 		return // the client went away mid-body
 	}
@@ -258,6 +261,7 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &env)
 	id := validID(env.ID)
+	setMethod(r, jsonrpcMethod(env.Method, h.ext))
 	if op := h.ext[env.Method]; op != nil {
 		h.serveExtJSONRPC(w, r, id, body, op)
 		return
@@ -273,7 +277,7 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		rerr = h.checkExtensions(r, version)
 	}
 	if rerr != nil {
-		writeJSONRPCError(w, id, stream, rerr)
+		writeJSONRPCError(w, r, id, stream, rerr)
 		return
 	}
 	if version != Version03 {
@@ -343,7 +347,7 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		if body, err = readBody(w, r, h.maxBody); err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeRESTError(w, ctype, errBodyTooLarge(h.maxBody))
+				writeRESTError(w, r, ctype, errBodyTooLarge(h.maxBody))
 			}
 			return
 		}
@@ -357,7 +361,7 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		rerr = h.checkExtensions(r, version)
 	}
 	if rerr != nil {
-		writeRESTError(w, ctype, rerr)
+		writeRESTError(w, r, ctype, rerr)
 		return
 	}
 	if body != nil {
@@ -400,17 +404,17 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		}
 		if ok && h.ext[name] != nil {
 			if rerr != nil {
-				writeRESTError(w, ctype, rerr)
+				writeRESTError(w, r, ctype, rerr)
 			} else {
 				h.serveExtREST(w, r, ctype, h.ext[name], req)
 			}
 			return
 		}
-		writeRESTError(w, ctype, errNoRoute(r.Method, sub))
+		writeRESTError(w, r, ctype, errNoRoute(r.Method, sub))
 		return
 	}
 	if r2, rerr = withRESTPage(r2, r2.URL.Path); rerr != nil {
-		writeRESTError(w, ctype, rerr)
+		writeRESTError(w, r, ctype, rerr)
 		return
 	}
 	rw := &restWriter{w: w, ctype: ctype}
@@ -589,7 +593,10 @@ func (e *requestError) errorInfo() *errordetails.Typed {
 // a2a-go's handlers do. For streaming methods the error travels as the one
 // event of an SSE stream, which is what SSE clients (a2a-go's among them)
 // read.
-func writeJSONRPCError(w http.ResponseWriter, id json.RawMessage, stream bool, e *requestError) {
+//
+// r is the request refused (nil: none); the refusal is observed as its call (refusedHTTP).
+func writeJSONRPCError(w http.ResponseWriter, r *http.Request, id json.RawMessage, stream bool, e *requestError) {
+	refusedHTTP(r, e)
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -618,8 +625,10 @@ func writeJSONRPCError(w http.ResponseWriter, id json.RawMessage, stream bool, e
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// writeRESTError answers with a google.rpc.Status body (§11.6).
-func writeRESTError(w http.ResponseWriter, ctype string, e *requestError) {
+// writeRESTError answers with a google.rpc.Status body (§11.6). r is the request refused
+// (nil: none); the refusal is observed as its call (refusedHTTP).
+func writeRESTError(w http.ResponseWriter, r *http.Request, ctype string, e *requestError) {
+	refusedHTTP(r, e)
 	body, _ := json.Marshal(map[string]any{
 		"error": map[string]any{
 			"code":    e.httpStatus,

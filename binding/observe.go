@@ -2,17 +2,32 @@ package binding
 
 // Observation (docs/operations.md): every A2A call, on every binding, is one telemetry.Call —
 // a request log line, metrics, a server span continuing the caller's trace. The handler every
-// binding calls is wrapped in observed; the binding says which one it is through the context
+// binding calls is wrapped in observed, and the extensions' operations (sessions, memory,
+// operator) in observeOps; the binding says which one it is through the context
 // (withBinding), the call's principal and service parameters come from a2a-go's CallContext,
 // which every binding makes, so W3C trace context is read from the HTTP headers, the gRPC
 // metadata and the capnweb connection's or call's service parameters alike.
+//
+// A call the binding refuses before the handler (a version, a login, a rate limit or quota, a
+// body too large, another site) is observed too, as that call, by refused: over JSON-RPC and
+// HTTP+JSON the refusal's writer (writeJSONRPCError, writeRESTError) finds what the binding
+// knew of the call in the request's arrival; gRPC's interceptors and capnweb's per-call checks
+// (agentSession.start) call refused themselves. A call the handler observed is not observed
+// again when its error is written (arrival.handled).
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/a2awebcap/a2awebcap/telemetry"
 )
@@ -90,15 +105,118 @@ func (c paramsCarrier) Keys() []string {
 }
 
 func (h *observed) start(ctx context.Context, method string) (context.Context, *telemetry.Call) {
-	var principal string
+	return startCall(ctx, h.o, method)
+}
+
+// startCall starts observing the call of method that ctx (a handler's, with a CallContext)
+// carries.
+func startCall(ctx context.Context, o *telemetry.Observer, method string) (context.Context, *telemetry.Call) {
 	var carrier paramsCarrier
 	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
 		carrier.sp = cc.ServiceParams()
-		if cc.User != nil && cc.User.Authenticated {
-			principal = cc.User.Name
+	}
+	if a := arrivalOf(ctx); a != nil {
+		a.handled.Store(true)
+	}
+	return o.Start(ctx, bindingOf(ctx), method, principalOf(ctx), carrier)
+}
+
+// principalOf is the authenticated principal of a call's context ("" for none): the
+// CallContext's user, else the one the binding's authentication put in ctx.
+func principalOf(ctx context.Context) string {
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok && cc.User != nil && cc.User.Authenticated {
+		return cc.User.Name
+	}
+	if u, ok := ctx.Value(userKey{}).(*a2asrv.User); ok && u != nil && u.Authenticated {
+		return u.Name
+	}
+	return ""
+}
+
+// observeOps wraps the extension operations ops so that o observes each call as an A2A call:
+// the operation's name is its method. A nil o leaves them as they are.
+func observeOps(ops map[string]extOp, o *telemetry.Observer) map[string]extOp {
+	if o == nil || len(ops) == 0 {
+		return ops
+	}
+	out := make(map[string]extOp, len(ops))
+	for name, op := range ops {
+		out[name] = func(ctx context.Context, req json.RawMessage) (any, error) {
+			ctx, c := startCall(ctx, o, name)
+			res, err := op(ctx, req)
+			c.End(err)
+			return res, err
 		}
 	}
-	return h.o.Start(ctx, bindingOf(ctx), method, principal, carrier)
+	return out
+}
+
+// unknownMethod is the method of a refused call the binding could not name (the request was
+// refused before it was read, or names no operation): metrics labels stay a closed set.
+const unknownMethod = "unknown"
+
+// refused observes a call of method on binding that the binding refused with err before its
+// handler ran, from start, when the call arrived. A nil obs does nothing.
+func refused(ctx context.Context, obs *telemetry.Observer, binding, method, principal string, carrier propagation.TextMapCarrier, start time.Time, err error) {
+	if obs == nil {
+		return
+	}
+	if method == "" {
+		method = unknownMethod
+	}
+	obs.Refused(ctx, binding, method, principal, carrier, start, err)
+}
+
+// arrival is what an HTTP binding knows of a call it has not handed to its handler yet: for
+// observing a refusal as that call (refusedHTTP). It lives in the request's context from the
+// moment the request is routed to a binding; its fields are set by the request's goroutine
+// before any refusal is written.
+type arrival struct {
+	obs     *telemetry.Observer
+	start   time.Time
+	binding string
+	method  string      // "" until known
+	header  http.Header // the request's headers, for the caller's trace context
+	// handled is set when the handler (or an extension operation) observes the call itself.
+	handled atomic.Bool
+}
+
+type arrivalKey struct{}
+
+// withArrival returns r with a new arrival of a call on binding in its context; without obs, r
+// as it is.
+func withArrival(r *http.Request, obs *telemetry.Observer, binding string) *http.Request {
+	ctx := withBinding(r.Context(), binding)
+	if obs != nil {
+		ctx = context.WithValue(ctx, arrivalKey{}, &arrival{obs: obs, start: time.Now(), binding: binding, header: r.Header})
+	}
+	return r.WithContext(ctx)
+}
+
+func arrivalOf(ctx context.Context) *arrival {
+	a, _ := ctx.Value(arrivalKey{}).(*arrival)
+	return a
+}
+
+// setMethod names the call of r's arrival, if it has one; "" leaves it unknown.
+func setMethod(r *http.Request, method string) {
+	if a := arrivalOf(r.Context()); a != nil {
+		a.method = method
+	}
+}
+
+// refusedHTTP observes the refusal e of the call r carries, unless r has no arrival (nil r
+// included) or its handler observed it.
+func refusedHTTP(r *http.Request, e *requestError) {
+	if r == nil {
+		return
+	}
+	a := arrivalOf(r.Context())
+	if a == nil || a.handled.Load() {
+		return
+	}
+	a.handled.Store(true) // one refusal per call
+	refused(r.Context(), a.obs, a.binding, a.method, principalOf(r.Context()), propagation.HeaderCarrier(a.header), a.start, e)
 }
 
 func (h *observed) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
@@ -225,4 +343,73 @@ func (h *observed) GetExtendedAgentCard(ctx context.Context, req *a2a.GetExtende
 	r, err := h.h.GetExtendedAgentCard(ctx, req)
 	c.End(err)
 	return r, err
+}
+
+// jsonrpcMethods are the JSON-RPC methods of A2A 1.0 and 0.3, each as the 1.0 operation it is
+// (the name the handler's calls are observed by).
+var jsonrpcMethods = map[string]string{
+	"SendMessage": "SendMessage", "message/send": "SendMessage",
+	"SendStreamingMessage": "SendStreamingMessage", "message/stream": "SendStreamingMessage",
+	"GetTask": "GetTask", "tasks/get": "GetTask",
+	"ListTasks": "ListTasks", "tasks/list": "ListTasks",
+	"CancelTask": "CancelTask", "tasks/cancel": "CancelTask",
+	"SubscribeToTask": "SubscribeToTask", "tasks/resubscribe": "SubscribeToTask",
+	"CreateTaskPushNotificationConfig": "CreateTaskPushNotificationConfig", "tasks/pushNotificationConfig/set": "CreateTaskPushNotificationConfig",
+	"GetTaskPushNotificationConfig": "GetTaskPushNotificationConfig", "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfig",
+	"ListTaskPushNotificationConfigs": "ListTaskPushNotificationConfigs", "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigs",
+	"DeleteTaskPushNotificationConfig": "DeleteTaskPushNotificationConfig", "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfig",
+	"GetExtendedAgentCard": "GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
+}
+
+// jsonrpcMethod is the operation a JSON-RPC method names (one of ext's, or A2A's), else
+// unknownMethod: a caller's method string never becomes a metrics label.
+func jsonrpcMethod(method string, ext map[string]extOp) string {
+	if ext[method] != nil {
+		return method
+	}
+	if m, ok := jsonrpcMethods[method]; ok {
+		return m
+	}
+	return unknownMethod
+}
+
+// restMethod is the operation an HTTP+JSON request names (method and path below the REST
+// base, with an optional tenant segment or 0.3's /v1), else unknownMethod.
+func restMethod(method, path string) string {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range seg {
+		rest := seg[i+1:]
+		switch {
+		case s == "message:send" && len(rest) == 0:
+			return "SendMessage"
+		case s == "message:stream" && len(rest) == 0:
+			return "SendStreamingMessage"
+		case (s == "extendedAgentCard" || s == "card") && len(rest) == 0:
+			return "GetExtendedAgentCard"
+		case s != "tasks":
+			continue
+		case len(rest) == 0:
+			return "ListTasks"
+		case len(rest) == 1 && strings.HasSuffix(rest[0], ":cancel"):
+			return "CancelTask"
+		case len(rest) == 1 && strings.HasSuffix(rest[0], ":subscribe"):
+			return "SubscribeToTask"
+		case len(rest) == 1:
+			return "GetTask"
+		case len(rest) == 2 && rest[1] == "pushNotificationConfigs" && method == http.MethodPost:
+			return "CreateTaskPushNotificationConfig"
+		case len(rest) == 2 && rest[1] == "pushNotificationConfigs":
+			return "ListTaskPushNotificationConfigs"
+		case len(rest) == 3 && rest[1] == "pushNotificationConfigs" && method == http.MethodDelete:
+			return "DeleteTaskPushNotificationConfig"
+		case len(rest) == 3 && rest[1] == "pushNotificationConfigs":
+			return "GetTaskPushNotificationConfig"
+		}
+	}
+	for _, route := range []func(string, string, url.Values, []byte) (string, json.RawMessage, bool, *requestError){sessionRoute, operatorRoute, memoryRoute} {
+		if name, _, ok, _ := route(method, path, nil, nil); ok && name != "" {
+			return name
+		}
+	}
+	return unknownMethod
 }

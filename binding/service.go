@@ -91,7 +91,7 @@ func (g *ServiceGuard) WriteError(w http.ResponseWriter, err error) {
 	if s, ok := rerr.meta["retryAfterSeconds"]; ok {
 		w.Header().Set("Retry-After", s)
 	}
-	writeRESTError(w, mediaJSON, rerr)
+	writeRESTError(w, nil, mediaJSON, rerr)
 }
 
 // CapnwebError is the capnweb error the capnweb binding sends for err (Options.SendError of a

@@ -212,7 +212,7 @@ func (h *httpHandler) serveExtJSONRPC(w http.ResponseWriter, r *http.Request, id
 		Params json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
-		writeJSONRPCError(w, id, false, &requestError{reason: "PARSE_ERROR", message: "the request is not JSON", jsonrpcCode: -32700,
+		writeJSONRPCError(w, r, id, false, &requestError{reason: "PARSE_ERROR", message: "the request is not JSON", jsonrpcCode: -32700,
 			httpStatus: http.StatusBadRequest, httpStatusT: "INVALID_ARGUMENT", grpcCode: codes.InvalidArgument})
 		return
 	}
@@ -227,12 +227,12 @@ func (h *httpHandler) serveExtJSONRPC(w http.ResponseWriter, r *http.Request, id
 		rerr = errVersionNotSupported(version, []string{Version10})
 	}
 	if rerr != nil {
-		writeJSONRPCError(w, id, false, rerr)
+		writeJSONRPCError(w, r, id, false, rerr)
 		return
 	}
 	res, err := op(extCall(r.Context(), r.Header), env.Params)
 	if err != nil {
-		writeJSONRPCError(w, id, false, asRequestError(err))
+		writeJSONRPCError(w, r, id, false, asRequestError(err))
 		return
 	}
 	if id == nil {
@@ -240,7 +240,7 @@ func (h *httpHandler) serveExtJSONRPC(w http.ResponseWriter, r *http.Request, id
 	}
 	out, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": res})
 	if err != nil {
-		writeJSONRPCError(w, id, false, asRequestError(err))
+		writeJSONRPCError(w, r, id, false, asRequestError(err))
 		return
 	}
 	w.Header().Set("Content-Type", mediaJSON)
@@ -345,12 +345,12 @@ func sessionRoute(method string, escaped string, query url.Values, body []byte) 
 func (h *httpHandler) serveExtREST(w http.ResponseWriter, r *http.Request, ctype string, op extOp, req json.RawMessage) {
 	res, err := op(extCall(r.Context(), r.Header), req)
 	if err != nil {
-		writeRESTError(w, ctype, asRequestError(err))
+		writeRESTError(w, r, ctype, asRequestError(err))
 		return
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
-		writeRESTError(w, ctype, asRequestError(err))
+		writeRESTError(w, r, ctype, asRequestError(err))
 		return
 	}
 	w.Header().Set("Content-Type", ctype)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -31,17 +32,24 @@ func (s *agentSession) Session(contextID, tenant string) *sessionCap {
 // extCall runs the extension operation name on the capnweb request request (an object, or
 // nothing), with fields set over it, as a call of this session.
 func (s *agentSession) extCall(ctx context.Context, name string, request, params any, fields map[string]any) (any, error) {
+	t0 := time.Now()
 	op := s.b.hh.ext[name]
-	if op == nil {
-		return nil, errNoService("sessions extension")
-	}
-	if s.grant.limited() {
+	var err error
+	switch {
+	case op == nil:
+		err = errNoService("sessions extension")
+	case s.grant.limited():
 		// A capability limited to some tasks reaches no extension: a session holds every task
 		// of its conversation, the operator's meta level every instance.
-		return nil, a2a.NewError(a2a.ErrUnauthorized, "this capability is limited to tasks: it reaches no session, memory or operator")
+		err = a2a.NewError(a2a.ErrUnauthorized, "this capability is limited to tasks: it reaches no session, memory or operator")
+	}
+	if err != nil {
+		s.refused(ctx, name, params, t0, err)
+		return nil, err
 	}
 	raw, err := extRequest(request, fields)
 	if err != nil {
+		s.refused(ctx, name, params, t0, err)
 		return nil, err
 	}
 	cctx, done, err := s.call(ctx, name, raw, params)

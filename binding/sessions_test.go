@@ -194,12 +194,7 @@ func extClient(t *testing.T, ts *testServer, b client.Binding, user string) *cli
 	if user != "" {
 		h.Set("Authorization", "Bearer "+user)
 	}
-	c, err := client.New(t.Context(), ts.baseURL, &client.Options{Binding: b, Header: h})
-	if err != nil {
-		t.Fatalf("client.New(%s) = %v", b, err)
-	}
-	t.Cleanup(func() { _ = c.Destroy() })
-	return c
+	return extClientWith(t, ts, b, h)
 }
 
 // TestSessionsEveryBinding: each affordance over every binding, as alice, on her sessions.

@@ -88,21 +88,35 @@ type Call struct {
 	ended                 bool
 }
 
-// Start begins observing a call of method (an A2A operation name) on binding ("jsonrpc",
+// Start begins observing a call of method (an A2A or extension operation name) on binding ("jsonrpc",
 // "rest", "grpc", "capnweb") by principal ("" for anonymous). carrier holds the call's service
 // parameters (headers, metadata), from which the caller's trace context is read; nil: none.
 // The returned context carries the call's span (or the caller's span context, without a
 // TracerProvider).
 func (o *Observer) Start(ctx context.Context, binding, method, principal string, carrier propagation.TextMapCarrier) (context.Context, *Call) {
+	return o.start(ctx, time.Now(), binding, method, principal, carrier)
+}
+
+// Refused observes a call that the server refused before it reached the handler (an
+// unsupported version, a failed login, a rate limit or quota, an oversized request…): one
+// request-log line, metrics and a span, as for a call [Start] and [Call.End] observe, from
+// start (when the call arrived) to now. method is "unknown" when the refusal came before the
+// server could read it; principal is "" when it came before authentication.
+func (o *Observer) Refused(ctx context.Context, binding, method, principal string, carrier propagation.TextMapCarrier, start time.Time, err error) {
+	_, c := o.start(ctx, start, binding, method, principal, carrier)
+	c.End(err)
+}
+
+func (o *Observer) start(ctx context.Context, start time.Time, binding, method, principal string, carrier propagation.TextMapCarrier) (context.Context, *Call) {
 	if o == nil {
 		return ctx, nil
 	}
 	if carrier != nil {
 		ctx = o.prop.Extract(ctx, carrier)
 	}
-	c := &Call{o: o, binding: binding, method: method, principal: principal, start: time.Now()}
+	c := &Call{o: o, binding: binding, method: method, principal: principal, start: start}
 	if o.tracer != nil {
-		ctx, c.span = o.tracer.Start(ctx, "a2a."+method, trace.WithSpanKind(trace.SpanKindServer),
+		ctx, c.span = o.tracer.Start(ctx, "a2a."+method, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
 			trace.WithAttributes(attribute.String("a2a.binding", binding), attribute.String("a2a.method", method)))
 	}
 	return ctx, c

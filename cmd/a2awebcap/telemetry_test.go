@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,11 +123,17 @@ func TestServeRequestLogAndMetrics(t *testing.T) {
 
 	type key struct{ binding, method, principal string }
 	seen := map[key]int{}
+	var refused []string
 	for _, rec := range logRecords(t, log.String(), "request") {
 		if rec["method"] == "SendStreamingMessage" {
 			continue
 		}
-		if rec["status"] != "ok" || rec["duration"] == nil || rec["task"] == "" {
+		if rec["status"] != "ok" {
+			// JSON-RPC refuses a login before it reads the body: the method is not known.
+			refused = append(refused, fmt.Sprint(rec["binding"], " ", rec["method"], " ", rec["principal"], " ", rec["status"]))
+			continue
+		}
+		if rec["duration"] == nil || rec["task"] == "" {
 			t.Errorf("request record %v: want status ok, a duration and the task", rec)
 		}
 		seen[key{rec["binding"].(string), rec["method"].(string), rec["principal"].(string)}]++
@@ -146,6 +153,9 @@ func TestServeRequestLogAndMetrics(t *testing.T) {
 		if seen[key{b, "SendMessage", "bob"}] != 1 {
 			t.Errorf("request log: bob's SendMessage over %s is not there once (all: %v)", b, seen)
 		}
+	}
+	if want := []string{"jsonrpc unknown - UNAUTHENTICATED"}; !slices.Equal(refused, want) {
+		t.Errorf("refused calls in the request log: %q, want %q (mallory's)", refused, want)
 	}
 	if strings.Contains(log.String(), "secret") || strings.Contains(log.String(), "mallory-guess") {
 		t.Errorf("the log shows a credential:\n%s", log.String())
@@ -188,6 +198,7 @@ func TestServeRequestLogAndMetrics(t *testing.T) {
 		`a2awebcap_request_duration_seconds_bucket{binding="rest",method="GetTask",le="+Inf"} 1`,
 		`a2awebcap_request_duration_seconds_count{binding="capnweb",method="SendMessage"} 3`,
 		`a2awebcap_auth_failures_total{binding="jsonrpc"} 1`,
+		`a2awebcap_requests_total{binding="jsonrpc",method="unknown",status="UNAUTHENTICATED"} 1`,
 		`a2awebcap_requests_total{binding="jsonrpc",method="SendStreamingMessage",status="ok"} 1`,
 		`a2awebcap_requests_total{binding="capnweb",method="SendStreamingMessage",status="ok"} 1`,
 		`a2awebcap_open_streams{binding="jsonrpc"} 0`,
