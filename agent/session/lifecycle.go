@@ -135,7 +135,7 @@ func (s *Session) End(now time.Time, o Outcome, prices Prices) (Result, error) {
 		return Result{}, err
 	}
 	t := *s.rec.Current
-	s.rec.Current = nil
+	s.rec.Current, s.rec.Parked = nil, nil
 	s.rec.Canceling = false
 	s.charge(&t, o, prices)
 	t.Status, t.Response, t.Error = o.Status, Message{Role: RoleAssistant, Content: o.Response}, o.Error
@@ -339,15 +339,70 @@ func (s *Session) Charge(now time.Time, u Usage, model string, prices Prices) Re
 	return s.account(now)
 }
 
+// Parked is a running turn that waits for the user's answer to a question: stored with the
+// session, it outlives the process, so that the answer, when it comes, runs the turn again
+// (docs/sessions.md, "A question that outlives the server").
+type Parked struct {
+	// Task is the running turn's task: the answer comes as its next message.
+	Task string `json:"task"`
+	// Question is what the turn asked; Key names it for the runtime (the same question asked
+	// again by the turn run again is answered with the answer, without asking).
+	Question string `json:"question"`
+	Key      string `json:"key,omitempty"`
+	// At is when it was asked.
+	At time.Time `json:"at"`
+}
+
+// Park records that the running turn waits for the user's answer to question (key names it
+// for the runtime). The session stays streaming: the turn is not over.
+func (s *Session) Park(now time.Time, question, key string) error {
+	if s.rec.Current == nil {
+		return s.stateErr("park a turn")
+	}
+	if len(question) > maxText || len(key) > maxText {
+		return fmt.Errorf("%w: a question of %d bytes", ErrInvalid, len(question))
+	}
+	s.rec.Parked = &Parked{Task: s.rec.Current.Task, Question: question, Key: key, At: now}
+	s.rec.Updated = now
+	return nil
+}
+
+// Parked is the running turn's question waiting for an answer (a copy), nil when there is none.
+func (s *Session) Parked() *Parked {
+	if s.rec.Parked == nil {
+		return nil
+	}
+	p := *s.rec.Parked
+	return &p
+}
+
+// Unpark records that the running turn got its answer, or runs again to get it: it is not
+// waiting any more. The turn's own message is Current's: what a turn run again starts from.
+func (s *Session) Unpark(now time.Time) (Turn, error) {
+	if s.rec.Current == nil || s.rec.Parked == nil {
+		return Turn{}, fmt.Errorf("%w: no turn waits for an answer", ErrNothing)
+	}
+	s.rec.Parked, s.rec.Updated = nil, now
+	return s.rec.Current.clone(), nil
+}
+
 // Recover settles a session loaded in the middle of a turn (the process stopped): the turn is
 // recorded Failed, with nothing of it but the user's message, and the waiting messages are
-// refused (Result.Dropped), since their tasks did not survive either. Other sessions are left
-// as they are.
+// refused (Result.Dropped), since their tasks did not survive either. A turn that waits for an
+// answer (Park) is not settled: it survives, and only the waiting messages are refused. Other
+// sessions are left as they are.
 func (s *Session) Recover(now time.Time) Result {
 	if s.rec.Current == nil {
 		return Result{}
 	}
 	dropped := s.dropWaiting()
+	if s.rec.Parked != nil {
+		s.rec.Canceling = false
+		if len(dropped) > 0 {
+			s.rec.Updated = now
+		}
+		return Result{Dropped: dropped}
+	}
 	zero := Usage{}
 	res, _ := s.End(now, Outcome{Status: Failed, Usage: &zero, Error: "the server stopped during this turn"}, nil)
 	res.Dropped = append(dropped, res.Dropped...)

@@ -136,6 +136,8 @@ type Record struct {
 	// SystemTokens is the size of the system message the last Prepare saw: what the size of the
 	// context the next turn starts from is counted with.
 	SystemTokens int `json:"systemTokens,omitempty"`
+	// Parked is set while the running turn waits for the user's answer to a question (Park).
+	Parked *Parked `json:"parked,omitempty"`
 }
 
 func (r Record) clone() Record {
@@ -156,6 +158,10 @@ func (r Record) clone() Record {
 	if r.Current != nil {
 		t := r.Current.clone()
 		r.Current = &t
+	}
+	if r.Parked != nil {
+		p := *r.Parked
+		r.Parked = &p
 	}
 	r.Queue = cloneAll(r.Queue, Pending.clone)
 	r.Merging = cloneAll(r.Merging, Pending.clone)
@@ -238,6 +244,8 @@ func Load(rec Record, turns []Turn) (*Session, error) {
 		return bad("running turn %d out of place", rec.Current.Number)
 	case (rec.State == Collapsed || rec.State == Draining) != (rec.Collapse != nil):
 		return bad("state %s with a collapse: %v", rec.State, rec.Collapse != nil)
+	case rec.Parked != nil && (rec.Current == nil || rec.Parked.Task != rec.Current.Task):
+		return bad("a parked turn that is not the running one")
 	case !running && (len(rec.Queue) > 0 || len(rec.Merging) > 0 || rec.Canceling):
 		return bad("messages wait in state %s", rec.State)
 	case rec.SystemTokens < 0 || len(rec.Queue)+len(rec.Merging) > rec.Config.queue():

@@ -206,6 +206,43 @@ func TestRecover(t *testing.T) {
 	}
 }
 
+// TestRecoverKeepsAParkedTurn: a turn that waits for the user's answer (Park) survives a reload:
+// Recover refuses only the messages that waited; Unpark gives the turn back to run again, and
+// ending it ends the wait.
+func TestRecoverKeepsAParkedTurn(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, Config{})
+	chat(t, s, at(0), "one", "1")
+	s.Offer(at(1), "t2", User("delete it"))
+	if err := s.Park(at(2), "May I?", "k"); err != nil {
+		t.Fatal(err)
+	}
+	s.Offer(at(3), "t3", User("three")) // queued
+	l := roundTrip(t, s)
+	res := l.Recover(at(100))
+	if res.Turn.Number != 0 || len(res.Dropped) != 1 || res.Dropped[0].Task != "t3" {
+		t.Errorf("Recover() = %+v, want t3 dropped and no turn recorded", res)
+	}
+	want := &Parked{Task: "t2", Question: "May I?", Key: "k", At: at(2)}
+	if got := l.Parked(); l.State() != Streaming || got == nil || *got != *want {
+		t.Fatalf("after Recover(): state %s, Parked() = %+v; want streaming, %+v", l.State(), got, want)
+	}
+	cur, err := l.Unpark(at(101))
+	if err != nil || cur.Number != 2 || cur.Task != "t2" || cur.User.Content != "delete it" || l.Parked() != nil {
+		t.Fatalf("Unpark() = %+v, %v; Parked() = %+v", cur, err, l.Parked())
+	}
+	if _, err := l.Unpark(at(102)); !errors.Is(err, ErrNothing) {
+		t.Errorf("a second Unpark() = %v, want ErrNothing", err)
+	}
+	l.Park(at(103), "Sure?", "k2")
+	if res := finish(t, l, at(104), "deleted"); res.Turn.Number != 2 || l.Parked() != nil || l.State() != Waiting {
+		t.Errorf("ending the turn: %+v, Parked() = %+v, state %s", res.Turn, l.Parked(), l.State())
+	}
+	if err := l.Park(at(105), "Now?", "k3"); err == nil {
+		t.Error("Park() without a running turn succeeded")
+	}
+}
+
 // TestLoadRefusesInconsistentRecords: a stored record that contradicts itself is refused.
 func TestLoadRefusesInconsistentRecords(t *testing.T) {
 	t.Parallel()
@@ -226,6 +263,7 @@ func TestLoadRefusesInconsistentRecords(t *testing.T) {
 		{"turn status", nil, func(ts []Turn) []Turn { ts[0].Status = "odd"; return ts }},
 		{"streaming without a turn", func(r *Record) { r.State = Streaming }, nil},
 		{"waiting with a running turn", func(r *Record) { r.Current = &Turn{Number: 3} }, nil},
+		{"parked without a running turn", func(r *Record) { r.Parked = &Parked{Task: "t"} }, nil},
 		{"collapsed without a reason", func(r *Record) { r.State = Collapsed }, nil},
 		{"queue while waiting", func(r *Record) { r.Queue = []Pending{{Message: User("x")}} }, nil},
 		{"resets out of order", func(r *Record) { r.Resets = []int{2, 1} }, nil},
