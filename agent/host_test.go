@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,22 +295,9 @@ func (f modelFunc) Complete(ctx context.Context, _ []agent.ChatMessage, _ []agen
 // the answer, and the same turn goes on and commits once.
 func TestAskUserParksTheTurn(t *testing.T) {
 	t.Parallel()
-	approve := func(ctx context.Context, in string) (string, error) {
-		ans, err := agent.AskUser(ctx, "May I delete "+in+"?")
-		if err != nil {
-			return "", err
-		}
-		if ans != "yes" {
-			return "", errors.New("the user refused")
-		}
-		return "deleted " + in, nil
-	}
-	pol := &agent.Policy{Rules: []agent.Rule{
-		{Name: "delete", When: `command == "delete"`, Action: agent.CallTool, Params: map[string]string{"tool": `"rm"`, "input": `args`}, Reason: "r"},
-		{Name: "done", When: `kind == "tool-result"`, Action: agent.Reply, Params: map[string]string{"text": `text`}, Reason: "r"},
-		{Name: "refused", When: `last.action == "call" && last.status == "failed"`, Action: agent.Reply, Params: map[string]string{"text": `"Not done: " + last.result`}, Reason: "r"},
-	}}
-	h := newHost(t, &agent.Definition{Name: "helper", Policy: pol, Tools: map[string]agent.Tool{"rm": approve}}, nil)
+	var deleted atomic.Int32
+	pol, tools := deleter(&deleted)
+	h := newHost(t, &agent.Definition{Name: "helper", Policy: pol, Tools: tools}, nil)
 	a := instance(t, h, "alice")
 	send := func(task, text string) agent.Run {
 		ev := agent.UserText(text)

@@ -103,21 +103,28 @@ func TestKillMidTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	durableStores(t, "agent_kill", killMidTurn)
+}
+
+// durableStores runs f as parallel subtests "sqlite" and "postgres", each with its stores' spec
+// for stores: a new SQLite file, and a new schema (named prefix and the process ID, dropped
+// after) on the test PostgreSQL server (pgDSN: skipped without one, unless CI is set).
+func durableStores(t *testing.T, prefix string, f func(t *testing.T, spec string)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		killMidTurn(t, "sqlite:"+t.TempDir()+"/a2awebcap.db")
+		f(t, "sqlite:"+t.TempDir()+"/a2awebcap.db")
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgDSN(t)
-		schema := fmt.Sprintf("agent_kill_%d", os.Getpid())
+		schema := fmt.Sprintf("%s_%d", prefix, os.Getpid())
 		t.Cleanup(func() {
 			if conn, err := pgx.Connect(context.Background(), dsn); err == nil {
 				_, _ = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
 				conn.Close(context.Background())
 			}
 		})
-		killMidTurn(t, "postgres:"+schema+":"+dsn)
+		f(t, "postgres:"+schema+":"+dsn)
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/session"
 )
 
@@ -189,13 +190,108 @@ func loadSession(ctx context.Context, st Store, key Key, id string, cfg session.
 	if err != nil {
 		return nil, err
 	}
-	if res := s.Recover(now()); res.Turn.Number != 0 {
-		rec := sessionTurnRecord(id, res.Turn)
-		if err := st.Commit(ctx, key, &Batch{Turn: &rec, Sessions: []SessionDoc{sessionDoc(s)}}); err != nil {
+	if res := s.Recover(now()); res.Turn.Number != 0 || len(res.Dropped) > 0 {
+		b := &Batch{Sessions: []SessionDoc{sessionDoc(s)}}
+		if res.Turn.Number != 0 {
+			rec := sessionTurnRecord(id, res.Turn)
+			b.Turn = &rec
+		}
+		if err := st.Commit(ctx, key, b); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// parkKey names a question a turn asks (AskUser), so that the turn, run again after a restart,
+// knows the question it asked before: a capability's approval by what it approves (its ID may
+// differ), any other question by its words.
+func parkKey(question string, extra map[string]string) string {
+	var p capability.Pending
+	if a := extra["approval"]; a != "" && json.Unmarshal([]byte(a), &p) == nil {
+		return "approval " + string(p.Kind) + " " + p.Capability + "." + p.Method + " " + string(p.Args)
+	}
+	return "question " + question
+}
+
+// parkSession records, on the instance goroutine, that t's turn waits for the answer to
+// question, and commits the session so: the question outlives the process (resume). The
+// turn's memory writes are not committed: the turn is not over.
+func (c *core) parkSession(t *turn, question, key string) error {
+	slot := t.slot
+	if slot == nil || slot.s == nil || slot.running != t {
+		return nil
+	}
+	now := c.def.now()
+	if err := slot.s.Park(now, question, key); err != nil {
+		return err
+	}
+	b := &Batch{Sessions: []SessionDoc{sessionDoc(slot.s)}}
+	capsDirty := t.in.capsDirty.Swap(false) // (an approval asked: the set's pending approvals)
+	if capsDirty {
+		b.Capabilities = t.in.capabilitiesJSON()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), commitTimeout)
+	defer cancel()
+	if err := c.commit(ctx, b); err != nil {
+		_, _ = slot.s.Unpark(now)
+		if capsDirty {
+			t.in.capsDirty.Store(true)
+		}
+		return fmt.Errorf("agent: saving the question of turn %d: %w", t.number, err)
+	}
+	return nil
+}
+
+// parkedElsewhere is the question the session's turn waits for when no turn of this process
+// runs it (it was asked before a restart), nil otherwise.
+func parkedElsewhere(slot *sessionSlot) *session.Parked {
+	if slot.running != nil {
+		return nil
+	}
+	return slot.s.Parked()
+}
+
+// resume runs again, for t (the answer to the question the session's turn asked before a
+// restart), the turn that asked it: from the turn's own message, in its slot and with its
+// number; the question, asked again, is answered with t's message.
+func (c *core) resume(slot *sessionSlot, t *turn, p *session.Parked) {
+	cur, err := slot.s.Unpark(c.def.now())
+	if err != nil {
+		c.refuse(t, err)
+		return
+	}
+	t.sess, t.slot = true, slot
+	t.admitted <- nil
+	t.resumed, t.resumeAs = &answer{question: p.Question, ev: t.ev}, p.Key
+	t.ev.Text, t.number = cur.User.Content, cur.Number
+	t.out.push(Entry{Kind: EntryThought, Text: "running the turn again from its message, with the answer to: " + p.Question,
+		Result: map[string]string{"resume": "true"}})
+	c.grant(slot, t)
+}
+
+// settleParked ends the session's turn that waits for an answer no turn of this process can
+// take (it was asked before a restart) as a newer message of the session arrives: the turn is
+// recorded failed, and the message goes on as any other.
+func (c *core) settleParked(slot *sessionSlot) error {
+	s := slot.s
+	now := c.def.now()
+	if _, err := s.Unpark(now); err != nil {
+		return err
+	}
+	res, err := s.End(now, session.Outcome{Status: session.Failed, Usage: &session.Usage{},
+		Error: "the server restarted while this turn waited for an answer, and a newer message came first"}, nil)
+	if err != nil {
+		return err
+	}
+	rec := sessionTurnRecord(slot.id, res.Turn)
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := c.commit(ctx, &Batch{Turn: &rec, Sessions: []SessionDoc{sessionDoc(s)}}); err != nil {
+		return err
+	}
+	slot.last = res.Turn.Number
+	return nil
 }
 
 // sessionDoc is s's document for the store.
@@ -254,6 +350,16 @@ func (c *core) refuse(t *turn, err error) {
 
 // offer hands t's message to the session and does what it decides.
 func (c *core) offer(slot *sessionSlot, t *turn) {
+	if p := parkedElsewhere(slot); p != nil {
+		if p.Task == t.ev.Context.Task {
+			c.resume(slot, t, p)
+			return
+		}
+		if err := c.settleParked(slot); err != nil {
+			c.refuse(t, fmt.Errorf("agent: ending the turn of session %s that waited for an answer: %w", slot.id, err))
+			return
+		}
+	}
 	d, err := slot.s.Offer(c.def.now(), t.ev.Context.Task, session.User(t.ev.Text))
 	if err != nil {
 		var se *session.StateError
@@ -329,6 +435,11 @@ func (t *turn) sessionUsage() *session.Usage {
 func (t *turn) finishSession(o *Observation, status string) (string, []Entry) {
 	c, slot := t.c, t.slot
 	s := slot.s
+	if s.Parked() != nil && errors.Is(context.Cause(t.ctx), ErrClosed) {
+		// The turn waits for an answer as the instance closes: the question outlives it, as
+		// stored when it was asked, and the answer runs the turn again (resume).
+		return "canceled", nil
+	}
 	now := c.def.now()
 	out := session.Outcome{Model: c.def.modelName, Usage: t.sessionUsage(), Facts: t.facts()}
 	switch status {

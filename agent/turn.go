@@ -112,9 +112,13 @@ type turn struct {
 	calls    int
 	answers  []answer // answers AskUser received, to log as observations
 
-	// Parking: the user's answer arrives on reply.
+	// Parking: the user's answer arrives on reply. resumed is the answer a turn run again
+	// after a restart was started with (sessions.go, resume): the question it asked, by its
+	// key, is answered with it without asking again. Set before the turn's goroutine starts.
 	reply    chan Event
 	parkedAt int // output index after the parked question
+	resumed  *answer
+	resumeAs string // the key of the question resumed answers
 
 	// Records of the instance's capability set made by the turn's effects, to log as
 	// observations (capabilities.go).
@@ -294,6 +298,9 @@ func (t *turn) await(effect func() error) error {
 	t.yieldState()
 	err := effect()
 	t.acquire()
+	if len(t.answers) > 0 && t.sess && t.slot.s != nil && t.slot.s.Parked() != nil {
+		_, _ = t.slot.s.Unpark(t.c.def.now()) // answered: the turn waits no more
+	}
 	for _, a := range t.answers { // what the user answered while the effect waited
 		t.m.observe(Event{Kind: "input", Source: Source{Kind: SourceUser}, Context: a.ev.Context, Text: a.ev.Text,
 			Data: map[string]string{"question": a.question}})
@@ -480,7 +487,10 @@ func (t *turn) consulted(o Observation, prompt string, size int) {
 // Result["parked"] is "true"); the turn stays in flight, uncommitted, holding its session; the
 // user's next message on the task is the answer, logged as an observation of kind "input", and
 // the same turn goes on. Without an answer within HostOptions.ParkTimeout (or if ctx ends) it
-// returns an error; outside a turn, ErrNoTurn.
+// returns an error; outside a turn, ErrNoTurn. In a turn of a session the question is committed
+// with the session before it is asked, so it outlives the process: after a restart, the answer
+// runs the turn again from its message, and this call, asking the same question again, returns
+// the answer at once (docs/sessions.md, "A question that outlives the server").
 func AskUser(ctx context.Context, question string) (string, error) {
 	t, _ := ctx.Value(turnKey{}).(*turn)
 	if t == nil {
@@ -511,7 +521,22 @@ func (t *turn) park(ctx context.Context, question string, extra map[string]strin
 	if task == "" {
 		return "", errors.New("agent: AskUser needs a turn with a task to answer")
 	}
+	key := parkKey(question, extra)
+	if a := t.resumed; a != nil && key == t.resumeAs { // asked again as the turn runs again: answered
+		t.resumed = nil
+		t.answers = append(t.answers, *a)
+		return a.ev.Text, nil
+	}
 	in := t.in
+	if t.sess { // the question outlives the process: stored with the session before it is asked
+		var err error
+		if derr := in.do(ctx, func(c *core) { err = c.parkSession(t, question, key) }); derr != nil {
+			return "", derr
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 	in.mu.Lock()
 	res := map[string]string{"parked": "true", "observation": t.obsID, "policy": strconv.Itoa(t.policy)}
 	for k, v := range extra {
