@@ -6,6 +6,7 @@ package hosting
 // and settle it, and only then lets the agent work; the card declares the extension.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +116,7 @@ func merchant(d *Definition, skills []a2a.AgentSkill, o *Options) (*x402.Merchan
 	for _, pr := range p.Prices {
 		asset, _ := x402.AssetOf(pr.Network, pr.Asset) // checked by Check
 		if pr.Skill == AnySkill {
-			prices = append(prices, priced{all: true, req: x402.Exact(asset, p.PayTo, pr.Amount, "a task of "+d.Name)})
+			prices = append(prices, priced{all: true, req: x402.Exact(asset, p.PayTo, pr.Amount, cmp.Or(d.Description, "a task of "+d.Name))})
 			continue
 		}
 		i := slices.IndexFunc(skills, func(s a2a.AgentSkill) bool { return s.ID == pr.Skill })

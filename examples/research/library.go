@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/a2awebcap/a2awebcap/x402"
 )
 
 // libraryPages are the site's pages by topic (lower case, words joined by "_"). Plain ASCII
@@ -46,9 +48,15 @@ func libraryHandler() http.Handler {
 	return mux
 }
 
-// serveLibrary serves the library site on addr until ctx ends.
+// serveLibrary serves the library site on addr, and an x402 facilitator at /x402, until ctx
+// ends.
 func serveLibrary(ctx context.Context, addr string) error {
-	srv := &http.Server{Addr: addr, Handler: libraryHandler(), ReadHeaderTimeout: 10 * time.Second}
+	// Beside it, an x402 facilitator (without a ledger: any signed payment is good) for the
+	// researcher's payments under serve, which names it with -x402-facilitator.
+	mux := http.NewServeMux()
+	mux.Handle("/x402/", http.StripPrefix("/x402", x402.NewLocalFacilitator(&x402.LocalOptions{Assets: []x402.Asset{Asset}})))
+	mux.Handle("/", libraryHandler())
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()

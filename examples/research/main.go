@@ -10,7 +10,9 @@
 // "from agent http://…/agents/researcher" — then what the writer now remembers, and why.
 //
 // The agents are the definitions in agents/ (embedded): the same files run under
-// `a2awebcap serve -agents examples/research/agents` (the library site is this program's).
+// `a2awebcap serve -agents examples/research/agents -x402-facilitator
+// http://127.0.0.1:8391/x402`, paid (the library site and that facilitator are this program's,
+// with -library-only).
 package main
 
 import (
@@ -35,7 +37,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	to := flag.String("to", "writer", "the agent to send the message to: writer or researcher")
-	libraryOnly := flag.Bool("library-only", false, "serve only the library site, on "+DefaultLibraryAddr+", until interrupted (for the agents under `a2awebcap serve`)")
+	libraryOnly := flag.Bool("library-only", false, "serve only the library site, and an x402 facilitator at /x402, on "+DefaultLibraryAddr+", until interrupted (for the agents under `a2awebcap serve`)")
 	flag.Parse()
 	msg := strings.Join(flag.Args(), " ")
 	if msg == "" {
@@ -44,7 +46,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *libraryOnly {
-		fmt.Printf("library   http://%s\n", DefaultLibraryAddr)
+		fmt.Printf("library   http://%s\nx402      http://%s/x402\n", DefaultLibraryAddr, DefaultLibraryAddr)
 		if err := serveLibrary(ctx, DefaultLibraryAddr); err != nil {
 			fmt.Fprintln(os.Stderr, "research:", err)
 			os.Exit(1)

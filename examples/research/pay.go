@@ -1,18 +1,15 @@
 package main
 
-// Paying for research (x402, docs/payments.md): the researcher's skill is priced, a local
-// facilitator served by the example at /x402 verifies and settles payments into a ledger, and
-// the writer's a2a capability pays with a key of its own, within the budget writer.json gives
-// it. The example's user, talking to the researcher directly, pays too.
+// Paying for research (x402, docs/payments.md): researcher.json prices every new task of the
+// researcher (its payments), a local facilitator served by the example at /x402 verifies and
+// settles payments into a ledger, and the writer's a2a capability pays with a key of its own,
+// within the budget writer.json gives it. The example's user, talking to the researcher
+// directly, pays too.
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"math/big"
-	"strings"
-
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2awebcap/a2awebcap/x402"
 	"github.com/a2awebcap/a2awebcap/x402/evm"
@@ -35,18 +32,16 @@ const WriterKeyEnv = "RESEARCH_WRITER_KEY"
 // funds is what the facilitator's ledger credits the writer and the user with at start: 1 USDC.
 var funds = big.NewInt(1_000_000)
 
-// wallets are the example's keys: the researcher's (paid), the writer's and the user's (who pay).
+// wallets are the example's keys: the writer's and the user's, who pay (the researcher is paid
+// at the address its definition names).
 type wallets struct {
-	researcher, writer, user *evm.PrivateKey
-	writerHex                string // the writer's key as its payer reads it
+	writer, user *evm.PrivateKey
+	writerHex    string // the writer's key as its payer reads it
 }
 
 func newWallets(getenv func(string) string) (*wallets, error) {
 	w := &wallets{}
 	var err error
-	if w.researcher, err = evm.GenerateKey(); err != nil {
-		return nil, err
-	}
 	if w.user, err = evm.GenerateKey(); err != nil {
 		return nil, err
 	}
@@ -64,16 +59,6 @@ func newWallets(getenv func(string) string) (*wallets, error) {
 		return nil, err
 	}
 	return w, nil
-}
-
-// price prices every new task of the researcher; the writer's are free. The engine sees each
-// agent's tasks under a tenant scoped to the agent: "researcher", or "researcher/TENANT"
-// (docs/multi-agent.md, "In Go").
-func (w *wallets) price(_ context.Context, ec *a2asrv.ExecutorContext) ([]x402.Requirements, error) {
-	if agentName, _, _ := strings.Cut(ec.Tenant, "/"); agentName != "researcher" {
-		return nil, nil
-	}
-	return []x402.Requirements{x402.Exact(Asset, w.researcher.Address().String(), Price, "Research on a topic in the library")}, nil
 }
 
 // userPayer is the payer of the example's user, within 0.05 USDC.

@@ -123,7 +123,7 @@ func Start(ctx context.Context, o Options) (sys *System, err error) {
 	if s.wallets, err = newWallets(getenv); err != nil {
 		return nil, err
 	}
-	s.Researcher, s.Writer, s.User = s.wallets.researcher.Address(), s.wallets.writer.Address(), s.wallets.user.Address()
+	s.Writer, s.User = s.wallets.writer.Address(), s.wallets.user.Address()
 	s.Facilitator = x402.NewLocalFacilitator(&x402.LocalOptions{Assets: []x402.Asset{Asset}, Ledger: true})
 	s.Facilitator.Fund(Asset, s.Writer, funds)
 	s.Facilitator.Fund(Asset, s.User, funds)
@@ -133,7 +133,17 @@ func Start(ctx context.Context, o Options) (sys *System, err error) {
 		return nil, err
 	}
 	guard := netguard.New(&netguard.Options{Allow: loopback})
-	hopts := &hosting.Options{FetchOptions: &capability.FetchOptions{Dial: guard.DialContext, Timeout: 30 * time.Second}}
+	for _, d := range defs {
+		if d.Payments != nil {
+			if s.Researcher, err = evm.ParseAddress(d.Payments.PayTo); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The researcher's definition prices its tasks and names no facilitator: the server's,
+	// which the example serves at /x402, as serve -x402-facilitator names one.
+	hopts := &hosting.Options{FetchOptions: &capability.FetchOptions{Dial: guard.DialContext, Timeout: 30 * time.Second},
+		Facilitator: s.URL + "/x402"}
 	configurePeers(hopts, s, func(name string) string {
 		if name == WriterKeyEnv {
 			return s.wallets.writerHex
@@ -147,13 +157,10 @@ func Start(ctx context.Context, o Options) (sys *System, err error) {
 	s.Agents = agents
 	s.closers = append(s.closers, func() { _ = agents.Close() })
 
-	// The researcher's skill is priced: its tasks go through the merchant, which asks for the
-	// payment, has the facilitator verify and settle it, and only then lets the researcher work.
-	merchant := x402.NewMerchant(agents.Executor(), &x402.MerchantOptions{Price: s.wallets.price,
-		Facilitator: x402.NewFacilitatorClient(s.URL+"/x402", nil), Logger: log})
-	merchant.Declare(agents.Get("researcher").Card, false)
+	// The researcher's tasks go through the merchant hosting made of its payments, which asks
+	// for the payment, has the facilitator verify and settle it, and only then lets it work.
 	st := memory.New()
-	eng := engine.New(merchant, st, &engine.Options{Logger: log})
+	eng := engine.New(agents.Executor(), st, &engine.Options{Logger: log})
 	s.closers = append(s.closers, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
