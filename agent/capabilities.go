@@ -156,34 +156,31 @@ func (t *turn) logCapabilityRecords() {
 
 // callCapability makes req as an effect of the turn. A call that needs the user's decision
 // asks it (AskUser: the task goes input-required with the question) and is made again with
-// the answer; at most a few decisions are asked for one call.
+// the answer (Set.CallAsking); so does a call that the call's own code makes through the set
+// (a Starlark capability's), inside the call.
 func (t *turn) callCapability(ctx context.Context, req capability.Request) (json.RawMessage, *provenance, error) {
 	var out json.RawMessage
 	prov := &provenance{}
 	ctx = context.WithValue(ctx, provenanceKey{}, prov)
+	ctx = capability.WithAsker(ctx, t.decide)
 	err := t.await(func() error {
 		var err error
-		out, err = t.in.caps.Call(ctx, req)
-		for range maxDecisions {
-			var ar *capability.ApprovalRequired
-			if !errors.As(err, &ar) {
-				break
-			}
-			answer, aerr := askApproval(ctx, ar.Pending)
-			if aerr != nil {
-				return fmt.Errorf("%w, and it could not be asked: %w", err, aerr)
-			}
-			approve, reason := parseDecision(answer)
-			if derr := t.in.caps.Decide(ctx, ar.Pending.ID, capability.Decision{Approve: approve, By: t.in.key.Principal.String(), Reason: reason}); derr != nil {
-				return derr
-			}
-			req.Approval = ar.Pending.ID
-			out, err = t.in.caps.Call(ctx, req)
-		}
+		out, err = t.in.caps.CallAsking(ctx, req)
 		return err
 	})
 	t.logCapabilityRecords()
 	return out, prov, err
+}
+
+// decide puts the pending approval p to the user of the turn ctx belongs to (askApproval) and
+// reads their answer.
+func (t *turn) decide(ctx context.Context, p capability.Pending) (capability.Decision, error) {
+	answer, err := askApproval(ctx, p)
+	if err != nil {
+		return capability.Decision{}, err
+	}
+	approve, reason := parseDecision(answer)
+	return capability.Decision{Approve: approve, By: t.in.key.Principal.String(), Reason: reason}, nil
 }
 
 // provenance is where a call's result came from, when its capability says (ResultFrom).
@@ -211,10 +208,6 @@ func (p *provenance) event(tool, text string, ctx Context, data map[string]strin
 	}
 	return Event{Kind: "tool-result", Source: src, Context: ctx, Text: text, Data: data}
 }
-
-// maxDecisions bounds the approvals one call may ask for (installing, then a contract, then
-// the call): a strategy that kept asking would otherwise keep the turn forever.
-const maxDecisions = 3
 
 // parseDecision reads the user's answer to an approval: yes, y, approve, ok or allow (any
 // case, with anything after) approves; anything else refuses, with the answer, past a no,

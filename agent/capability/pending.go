@@ -223,3 +223,56 @@ func (s *Set) Decide(ctx context.Context, id string, d Decision) error {
 	s.notify()
 	return nil
 }
+
+// Asker puts a pending approval to the user and returns their decision, waiting for it as long
+// as ctx allows. The runtime (package agent) gives the calls of each turn one that parks the
+// turn on an input-required question.
+type Asker func(ctx context.Context, p Pending) (Decision, error)
+
+type askerKey struct{}
+
+// WithAsker returns ctx carrying ask: calls made with it through [Set.CallAsking] — the
+// call itself, and the calls its code makes through its holder's set (a Starlark capability's)
+// — wait for the user's decision instead of failing with an *ApprovalRequired.
+func WithAsker(ctx context.Context, ask Asker) context.Context {
+	return context.WithValue(ctx, askerKey{}, ask)
+}
+
+// AskerFrom returns the Asker ctx carries, or nil.
+func AskerFrom(ctx context.Context) Asker {
+	ask, _ := ctx.Value(askerKey{}).(Asker)
+	return ask
+}
+
+// maxDecisions bounds the decisions one call may ask for (installing, then a contract, then
+// the call): a strategy that kept asking would otherwise keep its caller forever.
+const maxDecisions = 3
+
+// CallAsking is Call, except that when the call needs the user's decision and ctx carries an
+// Asker (WithAsker), it asks, records the answer (Decide) and makes the same call again with
+// it: approved, the call runs once; refused, it fails with ErrDenied. At most three decisions
+// are asked for one call. An error of the Asker fails the call, wrapping its *ApprovalRequired
+// and that error. Without an Asker it is Call.
+func (s *Set) CallAsking(ctx context.Context, req Request) (json.RawMessage, error) {
+	out, err := s.Call(ctx, req)
+	ask := AskerFrom(ctx)
+	if ask == nil {
+		return out, err
+	}
+	for range maxDecisions {
+		var ar *ApprovalRequired
+		if !errors.As(err, &ar) {
+			break
+		}
+		d, aerr := ask(ctx, ar.Pending)
+		if aerr != nil {
+			return nil, fmt.Errorf("%w, and it could not be asked: %w", err, aerr)
+		}
+		if derr := s.Decide(ctx, ar.Pending.ID, d); derr != nil {
+			return nil, derr
+		}
+		req.Approval = ar.Pending.ID
+		out, err = s.Call(ctx, req)
+	}
+	return out, err
+}

@@ -378,14 +378,22 @@ func (w *worker) stop() {
 // run runs job on w; keep says w may run another job.
 func (w *worker) run(ctx context.Context, job Job, lim Limits, grace time.Duration) (*Result, bool, error) {
 	w.runs++
-	hostCtx, cancel := context.WithTimeoutCause(ctx, lim.Time, newError(ErrTime, "%s", lim.Time))
-	defer cancel()
-	hard := time.AfterFunc(lim.Time+grace, func() { w.kill(newError(ErrTime, "%s", lim.Time)) })
+	hostCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	clk := &clock{w: w, grace: grace, deadline: time.Now().Add(lim.Time)}
+	clk.soft = time.AfterFunc(lim.Time, func() { cancel(newError(ErrTime, "%s", lim.Time)) })
+	clk.hard = time.AfterFunc(lim.Time+grace, func() { w.kill(newError(ErrTime, "%s", lim.Time)) })
 	stopCtx := context.AfterFunc(ctx, func() { w.kill(context.Cause(ctx)) })
 	wj := &wireJob{Files: job.Files, Main: job.Main, Function: job.Function, Args: job.Args, Tests: job.Tests,
 		Modules: job.Modules, Steps: lim.Steps, Time: lim.Time, CPU: lim.CPU, Output: lim.Output}
-	res, err := w.exchange(hostCtx, wj, job)
-	hardOK, ctxOK := hard.Stop(), stopCtx()
+	res, err := w.exchange(context.WithValue(hostCtx, clockKey{}, clk), wj, job, clk)
+	if errors.Is(err, ErrFailed) && errors.Is(context.Cause(hostCtx), ErrTime) {
+		// The program failed on a call cut short by the limit, before the worker's own clock
+		// said so: it ran out of time.
+		err = newError(ErrTime, "%s", lim.Time)
+	}
+	clk.soft.Stop()
+	hardOK, ctxOK := clk.hard.Stop(), stopCtx()
 	if err == nil && hardOK && ctxOK {
 		return res, true, nil
 	}
@@ -399,7 +407,7 @@ func (w *worker) run(ctx context.Context, job Job, lim Limits, grace time.Durati
 }
 
 // exchange sends the job and serves its calls until it is done.
-func (w *worker) exchange(ctx context.Context, wj *wireJob, job Job) (*Result, error) {
+func (w *worker) exchange(ctx context.Context, wj *wireJob, job Job, clk *clock) (*Result, error) {
 	if err := writeFrame(w.in, &frame{Op: "run", Job: wj}); err != nil {
 		if errors.Is(err, errFrameTooLarge) {
 			return nil, newError(ErrFailed, "the job is larger than %d bytes", maxFrame)
@@ -418,10 +426,15 @@ func (w *worker) exchange(ctx context.Context, wj *wireJob, job Job) (*Result, e
 				reply.Error = wireErr("failed", "%s.%s is not granted", f.Module, f.Method)
 			} else if job.Host == nil {
 				reply.Error = wireErr("failed", "no capability calls can be made here")
-			} else if v, err := job.Host(ctx, f.Module, f.Method, f.Args); err != nil {
-				reply.Error = wireErr("failed", "%s", err.Error())
 			} else {
-				reply.Value = v
+				clk.calling(true)
+				v, err := job.Host(ctx, f.Module, f.Method, f.Args)
+				clk.calling(false)
+				if err != nil {
+					reply.Error = wireErr("failed", "%s", err.Error())
+				} else {
+					reply.Value = v
+				}
 			}
 			if err := writeFrame(w.in, reply); err != nil {
 				if errors.Is(err, errFrameTooLarge) {
@@ -444,6 +457,73 @@ func (w *worker) exchange(ctx context.Context, wj *wireJob, job Job) (*Result, e
 }
 
 var errDied = errors.New("sandbox: the worker's pipe closed")
+
+// clock is a run's wall-clock limit, which stops while its Host waits for someone outside the
+// program (Pause): soft cancels the Host's context at the limit, hard kills the worker a grace
+// period later. Its fields are guarded by mu, which Pause holds while it writes to the worker:
+// only while the run's goroutine is inside a Host call (call), when nothing else writes.
+type clock struct {
+	w     *worker
+	grace time.Duration
+
+	mu       sync.Mutex
+	soft     *time.Timer
+	hard     *time.Timer
+	deadline time.Time     // while running
+	left     time.Duration // while paused
+	call     bool          // the run is inside a Host call
+	paused   bool
+}
+
+type clockKey struct{}
+
+func (c *clock) calling(in bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.call = in
+	if !in && c.paused { // a Host that returned without resuming: the program's time runs again
+		c.resumeLocked()
+	}
+}
+
+// Pause stops the wall-clock limit of the run whose Host call ctx belongs to (Limits.Time):
+// for a Host that waits for someone outside the program — the user's decision on a call — a
+// wait the program neither controls nor spends steps or CPU on. The worker's clock stops too.
+// It returns the function that starts the clock again, with the time that was left; call it
+// when the wait is over, before the Host returns (returning starts it anyway). Pausing a paused
+// run, or outside a Host call, does nothing; a run whose limit has passed stays timed out. The
+// run's context still ends it: canceling it kills the worker, paused or not.
+func Pause(ctx context.Context) (resume func()) {
+	c, _ := ctx.Value(clockKey{}).(*clock)
+	if c == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.call || c.paused || !c.soft.Stop() {
+		return func() {}
+	}
+	c.hard.Stop()
+	c.paused, c.left = true, time.Until(c.deadline)
+	_ = writeFrame(c.w.in, &frame{Op: "pause"}) // a dead worker: the run sees its pipe closed
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.call && c.paused {
+			c.resumeLocked()
+		}
+	}
+}
+
+// resumeLocked starts the paused clock again.
+func (c *clock) resumeLocked() {
+	c.paused, c.deadline = false, time.Now().Add(c.left)
+	c.soft.Reset(c.left)
+	c.hard.Reset(c.left + c.grace)
+	if c.call {
+		_ = writeFrame(c.w.in, &frame{Op: "resume"})
+	}
+}
 
 // deathCause says why a run's worker died: the reason it was killed, its CPU limit, its
 // memory, or a crash.

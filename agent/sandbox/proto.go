@@ -4,7 +4,9 @@ package sandbox
 // 4-byte big-endian length and a JSON object, at most maxFrame bytes. The pool sends "init" once
 // (the worker answers "ready"), then "run"; during a run the worker sends "call" for each
 // capability call its program makes and waits for the pool's "return"; a run ends with the
-// worker's "done". A worker serves one run at a time.
+// worker's "done". While the pool waits for the user before answering a call, it sends "pause"
+// and then "resume" (or the "return"): the worker's clock stops between them. A worker serves
+// one run at a time.
 
 import (
 	"bufio"

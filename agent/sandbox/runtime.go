@@ -37,10 +37,16 @@ func (p *Pool) Capability(prog *Program, set *capability.Set, principal string) 
 	impl := capability.Funcs{}
 	for _, meth := range m.Methods {
 		impl[meth.Name] = func(ctx context.Context, c *capability.Call) (any, error) {
+			var denied error
 			res, err := p.Run(ctx, Job{Principal: principal, Files: prog.Files, Main: m.Source, Function: c.Method, Args: c.Args,
-				Modules: prog.Modules, Host: host(set, m.Name, c.Session, c.Origin.Task, c.Check)})
+				Modules: prog.Modules, Host: host(set, m.Name, c.Session, c.Origin.Task, c.Check, &denied)})
 			if err != nil {
-				return nil, fmt.Errorf("capability %s.%s: %w", m.Name, c.Method, err)
+				err = fmt.Errorf("capability %s.%s: %w", m.Name, c.Method, err)
+				if denied != nil && errors.Is(err, ErrFailed) {
+					// Starlark has no way to catch an error: the program failed on the refusal.
+					err = &refusedErr{err, denied}
+				}
+				return nil, err
 			}
 			return res.Value, nil
 		}
@@ -67,23 +73,44 @@ func (p *Pool) Test(ctx context.Context, prog *Program, set *capability.Set, pri
 		return nil
 	}
 	return p.Run(ctx, Job{Principal: principal, Files: prog.Files, Main: m.Tests, Tests: true, Modules: prog.Modules,
-		Host: host(set, m.Name, "", "", within)})
+		Host: host(set, m.Name, "", "", within, nil)})
 }
 
-// host makes a program's capability calls through set.
-func host(set *capability.Set, name, session, task string, within func(capability.Access, string) error) Host {
+// host makes a program's capability calls through set. A call that needs the user's decision
+// is asked of them when ctx carries a capability.Asker (a call made in a turn with a task): the
+// run's clock stops while they decide (Pause), and the program goes on with the result, or the
+// call fails with their refusal, which is kept in *denied.
+func host(set *capability.Set, name, session, task string, within func(capability.Access, string) error, denied *error) Host {
 	return func(ctx context.Context, module, method string, args json.RawMessage) (json.RawMessage, error) {
 		if set == nil {
 			return nil, errors.New("no capabilities are held here")
 		}
-		out, err := set.Call(ctx, capability.Request{Capability: module, Method: method, Args: args, Session: session,
+		if ask := capability.AskerFrom(ctx); ask != nil {
+			ctx = capability.WithAsker(ctx, func(ctx context.Context, p capability.Pending) (capability.Decision, error) {
+				defer Pause(ctx)()
+				return ask(ctx, p)
+			})
+		}
+		out, err := set.CallAsking(ctx, capability.Request{Capability: module, Method: method, Args: args, Session: session,
 			Origin: capability.Origin{Kind: capability.OriginSandbox, Name: name, Task: task}, Within: within})
 		var ar *capability.ApprovalRequired
-		if errors.As(err, &ar) {
-			return nil, fmt.Errorf("%s.%s needs the user's approval (%s), which a capability's code cannot wait for: "+
+		switch {
+		case errors.As(err, &ar) && capability.AskerFrom(ctx) == nil:
+			return nil, fmt.Errorf("%s.%s needs the user's approval (%s), which cannot be asked here (no task to ask it on): "+
 				"the user may approve it (/capability approve %s) before the next call, or hold %s under a strategy that does not ask each time",
 				module, method, ar.Pending.ID, ar.Pending.ID, module)
+		case errors.Is(err, capability.ErrDenied) && denied != nil:
+			*denied = err
 		}
 		return out, err
 	}
 }
+
+// refusedErr is a Starlark capability's error when its program failed on a call the user
+// refused: it reads as the program's failure and matches capability.ErrDenied too.
+type refusedErr struct {
+	err, denied error
+}
+
+func (e *refusedErr) Error() string   { return e.err.Error() }
+func (e *refusedErr) Unwrap() []error { return []error{e.err, e.denied} }

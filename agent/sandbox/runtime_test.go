@@ -128,13 +128,13 @@ func TestStarlarkCapability(t *testing.T) {
 	}
 }
 
-func TestStarlarkCapabilityCannotWaitForApproval(t *testing.T) {
-	t.Parallel()
-	p := newPool(t, nil)
+// weatherAsking is a set holding weather (pre-approved), whose code fetches, in p, and fetch
+// under call-by-call: each of weather's calls needs the user's decision on its fetch.
+func weatherAsking(t *testing.T, p *sandbox.Pool) *capability.Set {
+	t.Helper()
 	set := capability.NewSet(&capability.SetOptions{Principal: "alice"})
 	t.Cleanup(set.Close)
-	ctx := t.Context()
-	if err := set.Install(ctx, fakeFetch(t, "https://*"), capability.Grant{Strategy: capability.Strategy{Kind: capability.CallByCall}}); err != nil {
+	if err := set.Install(t.Context(), fakeFetch(t, "https://*"), capability.Grant{Strategy: capability.Strategy{Kind: capability.CallByCall}}); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := sandbox.Compile(weatherManifest(capability.Contract{Network: []string{"https://api.weather.test/*"}}), weatherFiles(), nil)
@@ -142,11 +142,20 @@ func TestStarlarkCapabilityCannotWaitForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	weather, _ := p.Capability(prog, set, "alice")
-	if err := set.Install(ctx, weather, capability.Grant{Strategy: capability.Strategy{Kind: capability.PreApproved}}); err != nil {
+	if err := set.Install(t.Context(), weather, capability.Grant{Strategy: capability.Strategy{Kind: capability.PreApproved}}); err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+// Without an Asker (no turn with a task to ask on), a call that needs the user's decision fails
+// at once inside the program, naming the approval the user may give.
+func TestStarlarkCapabilityCannotWaitForApproval(t *testing.T) {
+	t.Parallel()
+	set := weatherAsking(t, newPool(t, nil))
+	ctx := t.Context()
 	start := time.Now()
-	_, err = set.Call(ctx, capability.Request{Capability: "weather", Method: "forecast", Args: json.RawMessage(`{"city":"paris"}`)})
+	_, err := set.Call(ctx, capability.Request{Capability: "weather", Method: "forecast", Args: json.RawMessage(`{"city":"paris"}`)})
 	if err == nil || !strings.Contains(err.Error(), "fetch.get needs the user's approval (p1)") {
 		t.Fatalf("weather.forecast error = %v, want fetch's approval named", err)
 	}

@@ -109,6 +109,13 @@ type run struct {
 	denied string      // a module load refused
 	broken bool        // the pool stopped answering
 	late   atomic.Bool // the time limit passed
+
+	// The time limit: timer cancels the interpreter at deadline; while the pool waits for
+	// someone outside the program (a "pause" frame) it is stopped, with left to go.
+	timer    *time.Timer
+	deadline time.Time
+	left     time.Duration
+	paused   bool
 }
 
 type loadEntry struct {
@@ -125,11 +132,12 @@ func runJob(r *bufio.Reader, w *bufio.Writer, job *wireJob) (done *frame, ok boo
 	ru.thread = th
 	restore := limitCPU(job.CPU)
 	defer restore()
-	timer := time.AfterFunc(job.Time, func() {
+	ru.deadline = time.Now().Add(job.Time)
+	ru.timer = time.AfterFunc(job.Time, func() {
 		ru.late.Store(true)
 		th.Cancel("time limit")
 	})
-	defer timer.Stop()
+	defer ru.timer.Stop()
 
 	done = &frame{Op: "done"}
 	globals, err := ru.exec(job.Main)
@@ -236,11 +244,11 @@ func (ru *run) capability(module, method string) *starlark.Builtin {
 			th.Cancel("the pool is gone")
 			return nil, err
 		}
-		f, err := readFrame(ru.r)
-		if err != nil || f.Op != "return" {
+		f, err := ru.answer()
+		if err != nil {
 			ru.broken = true
 			th.Cancel("the pool is gone")
-			return nil, errors.New("the pool is gone")
+			return nil, err
 		}
 		if f.Error != nil {
 			return nil, fmt.Errorf("%s: %s", b.Name(), f.Error.Message)
@@ -251,6 +259,33 @@ func (ru *run) capability(module, method string) *starlark.Builtin {
 		}
 		return v, nil
 	})
+}
+
+// answer reads the pool's answer to a capability call, stopping the time limit between the
+// pool's "pause" and "resume" (or its answer): the pool waits for the user then.
+func (ru *run) answer() (*frame, error) {
+	for {
+		f, err := readFrame(ru.r)
+		if err != nil {
+			return nil, errors.New("the pool is gone")
+		}
+		switch f.Op {
+		case "pause":
+			if !ru.paused && ru.timer.Stop() {
+				ru.paused, ru.left = true, time.Until(ru.deadline)
+			}
+		case "resume", "return":
+			if ru.paused {
+				ru.paused, ru.deadline = false, time.Now().Add(ru.left)
+				ru.timer.Reset(ru.left)
+			}
+			if f.Op == "return" {
+				return f, nil
+			}
+		default:
+			return nil, fmt.Errorf("the pool sent %q", f.Op)
+		}
+	}
 }
 
 // call calls the job's function with its arguments and returns the result as JSON.

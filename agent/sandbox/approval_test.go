@@ -1,0 +1,135 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/agent/sandbox"
+)
+
+// A run's wall-clock limit stops while its Host waits outside the program (Pause), in the pool
+// and in the worker alike, and runs again once the wait is over.
+func TestPauseStopsTheRunsClock(t *testing.T) {
+	t.Parallel()
+	const limit = 2 * time.Second
+	p := newPool(t, &sandbox.Options{Workers: 3, PerPrincipal: 3, Limits: sandbox.Limits{Time: limit}})
+	wait := func(ctx context.Context) error {
+		select {
+		case <-time.After(2 * limit): // the wait under test: longer than the limit
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	tests := []struct {
+		name string
+		host sandbox.Host
+		want error // nil: the run returns the host's value
+	}{
+		{"paused", func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			defer sandbox.Pause(ctx)()
+			return json.RawMessage(`"answered"`), wait(ctx)
+		}, nil},
+		{"not paused", func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`"answered"`), wait(ctx)
+		}, sandbox.ErrTime},
+		// Resumed, the clock counts again: the time left is what it was.
+		{"resumed", func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			resume := sandbox.Pause(ctx)
+			if err := wait(ctx); err != nil {
+				return nil, err
+			}
+			resume()
+			return json.RawMessage(`"answered"`), wait(ctx)
+		}, sandbox.ErrTime},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			j := job("load(\"user\", \"ask\")\ndef f():\n    return ask() + \" in time\"\n", "f", "")
+			j.Principal, j.Modules, j.Host = tt.name, map[string][]string{"user": {"ask"}}, tt.host
+			res, err := p.Run(t.Context(), j)
+			switch {
+			case tt.want == nil && (err != nil || string(res.Value) != `"answered in time"`):
+				t.Errorf("Run() = %v, %v; want the answer, in time", res, err)
+			case tt.want != nil && !errors.Is(err, tt.want):
+				t.Errorf("Run() error = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// A run waiting, paused, for the user still ends at once when its context ends.
+func TestPausedRunEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, nil)
+	waiting := make(chan struct{})
+	j := job("load(\"user\", \"ask\")\ndef f():\n    return ask()\n", "f", "")
+	j.Modules = map[string][]string{"user": {"ask"}}
+	j.Host = func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		defer sandbox.Pause(ctx)()
+		close(waiting)
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	stop := errors.New("the task was canceled")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() {
+		<-waiting
+		cancel(stop)
+	}()
+	start := time.Now()
+	if _, err := p.Run(ctx, j); !errors.Is(err, stop) {
+		t.Errorf("Run() error = %v, want the context's cause", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Run() took %v after the cancel", d)
+	}
+}
+
+// With an Asker in its context (a turn with a task to ask on), a Starlark capability's call
+// that needs the user's decision waits for it, longer than the sandbox's time limit: yes runs
+// exactly that call and the program goes on with its result; no fails the call inside the
+// program with the user's refusal, and the capability's call with it.
+func TestStarlarkCapabilityWaitsForApproval(t *testing.T) {
+	t.Parallel()
+	const limit = 2 * time.Second
+	p := newPool(t, &sandbox.Options{Limits: sandbox.Limits{Time: limit}})
+	set := weatherAsking(t, p)
+	ctx := t.Context()
+	for _, tt := range []struct {
+		city   string
+		answer capability.Decision
+		want   string
+	}{
+		{"paris", capability.Decision{Approve: true, By: "alice"}, `"fetched https://api.weather.test/paris"`},
+		{"oslo", capability.Decision{By: "alice", Reason: "not Oslo"}, "fetch.get: capability: refused by the user (p2): not Oslo"},
+	} {
+		var asked []capability.Pending
+		ask := func(_ context.Context, pd capability.Pending) (capability.Decision, error) {
+			asked = append(asked, pd)
+			time.Sleep(limit + time.Second) // the user takes longer than the sandbox's time limit
+			return tt.answer, nil
+		}
+		out, err := set.Call(capability.WithAsker(ctx, ask), capability.Request{Capability: "weather", Method: "forecast",
+			Args: json.RawMessage(`{"city":"` + tt.city + `"}`), Session: "s1"})
+		if len(asked) != 1 || asked[0].Capability != "fetch" || asked[0].Method != "get" || asked[0].Session != "s1" ||
+			asked[0].Origin.String() != "sandbox weather" || string(asked[0].Args) != `{"url":"https://api.weather.test/`+tt.city+`"}` {
+			t.Errorf("%s: asked %+v, want fetch.get of its URL from sandbox weather", tt.city, asked)
+		}
+		switch {
+		case tt.answer.Approve && (err != nil || string(out) != tt.want):
+			t.Errorf("%s after yes: %s, %v; want %s", tt.city, out, err, tt.want)
+		case !tt.answer.Approve && (!errors.Is(err, capability.ErrDenied) || !errors.Is(err, sandbox.ErrFailed) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s after no: error = %v, want the program failed on %q", tt.city, err, tt.want)
+		}
+	}
+	if pend := set.Pending(); len(pend) != 0 {
+		t.Errorf("still pending: %+v", pend)
+	}
+}
