@@ -25,10 +25,11 @@ const timeLimit = 2 * time.Second
 
 // notesAgent is an agent whose rule "save PATH" calls notes.save, a Starlark capability (held
 // pre-approved) whose code writes the file through fs, held call-by-call: each write waits for
-// the user. It returns the host and the directory fs works in.
+// the user. Its sandbox has two workers, one for each principal at most. It returns the host
+// and the directory fs works in.
 func notesAgent(t *testing.T) (*agent.Host, string) {
 	t.Helper()
-	pool := newPool(t, &sandbox.Options{Workers: 4, Limits: sandbox.Limits{Time: timeLimit}})
+	pool := newPool(t, &sandbox.Options{Workers: 2, Limits: sandbox.Limits{Time: timeLimit}})
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "notes"), 0o755); err != nil {
 		t.Fatal(err)
@@ -104,8 +105,10 @@ func wrote(t *testing.T, dir, path string) bool {
 
 // Over the Go API: a Starlark capability's call of a call-by-call capability waits for the
 // user like the agent's own (the turn parks on the question, longer than the sandbox's time
-// limit); yes runs it and the program goes on with its result; no fails it inside the program,
-// and the rule sees the refusal. Bob can neither answer nor approve alice's question.
+// limit, and holding neither the instance nor its place in the sandbox: another task of hers
+// runs Starlark meanwhile); yes runs it and the program goes on with its result; no fails it
+// inside the program, and the rule sees the refusal. Bob can neither answer nor approve
+// alice's question.
 func TestStarlarkCallWaitsForTheUser(t *testing.T) {
 	t.Parallel()
 	h, dir := notesAgent(t)
@@ -143,6 +146,10 @@ func TestStarlarkCallWaitsForTheUser(t *testing.T) {
 	if r := say(bob, "t2", "/capability approve "+id); !strings.Contains(r.Reply, "no such") {
 		t.Errorf("bob approving %s: %q", id, r.Reply)
 	}
+	// While t1 waits, alice's instance and her one place in the sandbox serve her other task.
+	if r := say(alice, "t3", "save notes/b.txt"); !strings.Contains(r.Question, `fs.write with {"content":"hello","path":"notes/b.txt"}`) {
+		t.Fatalf("alice's other task while t1 waits: %+v", r)
+	}
 	time.Sleep(timeLimit + time.Second) // alice takes longer than the sandbox's time limit
 	if wrote(t, dir, "notes/a.txt") {
 		t.Fatal("the file was written before alice said yes")
@@ -154,7 +161,6 @@ func TestStarlarkCallWaitsForTheUser(t *testing.T) {
 		t.Error("the approved file was not written")
 	}
 
-	say(alice, "t3", "save notes/b.txt")
 	r := say(alice, "t3", "no, not that one")
 	if !strings.HasPrefix(r.Reply, "denied: capability notes.save: sandbox: the program failed: fs.write: capability: refused by the user (p2): not that one") {
 		t.Errorf("after alice's no: %q", r.Reply)
@@ -169,8 +175,8 @@ func TestStarlarkCallWaitsForTheUser(t *testing.T) {
 			outs = append(outs, string(rec.Outcome)+" by "+rec.Origin.String())
 		}
 	}
-	if got, want := strings.Join(outs, "; "), "approval-required by sandbox notes; approved by sandbox notes; "+
-		"approval-required by sandbox notes; denied by sandbox notes; denied by sandbox notes"; got != want {
+	if got, want := strings.Join(outs, "; "), "approval-required by sandbox notes; approval-required by sandbox notes; "+
+		"approved by sandbox notes; denied by sandbox notes; denied by sandbox notes"; got != want {
 		t.Errorf("alice's audit of fs:\n got %s\nwant %s", got, want)
 	}
 }
@@ -178,7 +184,7 @@ func TestStarlarkCallWaitsForTheUser(t *testing.T) {
 // Over the bindings, from stock A2A clients: the task goes input-required with the Starlark
 // capability's call shown, as text and as data; bob, another principal, can neither answer it
 // (alice's task does not exist for him) nor approve it; alice's yes runs the call and the
-// program goes on; her no fails it inside the program.
+// program goes on; her no fails it inside the program; canceling the task ends the wait.
 func TestStarlarkCallWaitsForTheUserOverBindings(t *testing.T) {
 	t.Parallel()
 	for _, b := range []client.Binding{client.BindingJSONRPC, client.BindingCapnweb, client.BindingREST, client.BindingCapnwebBatch} {
@@ -250,6 +256,22 @@ func TestStarlarkCallWaitsForTheUserOverBindings(t *testing.T) {
 			}
 			if wrote(t, dir, "notes/b.txt") {
 				t.Error("the refused file was written")
+			}
+
+			// Canceling the task ends the wait, and the run: nothing is written, and the next
+			// call has the sandbox's place again.
+			third := must(send(alice, nil, "save notes/c.txt"))
+			if third.Status.State != a2a.TaskStateInputRequired {
+				t.Fatalf("the third task: %s %q", third.Status.State, a2atest.Text(third.Status.Message))
+			}
+			if got := must(alice.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: third.ID})); got.Status.State != a2a.TaskStateCanceled {
+				t.Errorf("canceled while it waits: %s", got.Status.State)
+			}
+			if fourth := must(send(alice, nil, "save notes/d.txt")); fourth.Status.State != a2a.TaskStateInputRequired {
+				t.Errorf("the next task after the cancel: %s %q", fourth.Status.State, a2atest.Text(fourth.Status.Message))
+			}
+			if wrote(t, dir, "notes/c.txt") {
+				t.Error("the canceled call wrote its file")
 			}
 		})
 	}

@@ -133,3 +133,86 @@ func TestStarlarkCapabilityWaitsForApproval(t *testing.T) {
 		t.Errorf("still pending: %+v", pend)
 	}
 }
+
+// waitingJob is a job whose program asks the user once: its Host pauses the run's clock,
+// says so on asked, and answers when answer is closed (or fails when its context ends).
+func waitingJob(principal string, asked chan<- struct{}, answer <-chan struct{}) sandbox.Job {
+	j := job("load(\"user\", \"ask\")\ndef f():\n    return ask()\n", "f", "")
+	j.Principal, j.Modules = principal, map[string][]string{"user": {"ask"}}
+	j.Host = func(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		defer sandbox.Pause(ctx)()
+		asked <- struct{}{}
+		select {
+		case <-answer:
+			return json.RawMessage(`"yes"`), nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	return j
+}
+
+// A run waiting for the user gives its place among the pool's workers back: the principal's
+// other runs go on meanwhile, up to the bound of waiting runs (Workers, PerPrincipal), past
+// which a waiting run keeps its place.
+func TestWaitingRunGivesItsPlaceBack(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, &sandbox.Options{Workers: 1})
+	run := func(j sandbox.Job, timeout time.Duration) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(t.Context(), timeout)
+			defer cancel()
+			_, err := p.Run(ctx, j)
+			done <- err
+		}()
+		return done
+	}
+	asked, answerA, answerB := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a := run(waitingJob("alice", asked, answerA), time.Minute)
+	<-asked
+	if err := <-run(job("def f():\n    return 1\n", "f", ""), 30*time.Second); err != nil {
+		t.Fatalf("a run beside a waiting one: %v", err)
+	}
+	b := run(waitingJob("alice", asked, answerB), time.Minute)
+	<-asked
+	// Two runs wait now; the pool lets one wait without its place: b keeps the only one.
+	if err := <-run(job("def f():\n    return 1\n", "f", ""), time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a run beside two waiting ones, past the bound: %v, want it to wait for a place", err)
+	}
+	close(answerB)
+	close(answerA)
+	for _, c := range []<-chan error{a, b} {
+		if err := <-c; err != nil {
+			t.Errorf("a waiting run, answered: %v", err)
+		}
+	}
+}
+
+// Closing the pool ends a wait for the user: the Host's context ends, the run fails with
+// ErrClosed, and Close returns.
+func TestCloseEndsAWaitingRun(t *testing.T) {
+	t.Parallel()
+	p := sandbox.New(nil)
+	asked := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(t.Context(), waitingJob("alice", asked, nil))
+		done <- err
+	}()
+	<-asked
+	closed := make(chan struct{})
+	go func() {
+		p.Close()
+		close(closed)
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, sandbox.ErrClosed) {
+			t.Errorf("Run() error = %v, want ErrClosed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting run did not end when the pool closed")
+	}
+	<-closed
+}

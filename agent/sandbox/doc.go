@@ -14,7 +14,10 @@
 //
 // [Pool.Runtime] is the capability.Runtime of "starlark" packages: a capability whose methods
 // are the package's functions, whose code's calls go through the holder's capability set under
-// the holder's strategies and inside the package's own contract. [Check] is the package check
+// the holder's strategies and inside the package's own contract. A call that needs the user's
+// decision waits for it when the capability's call carries a capability.Asker (the agent's
+// turns do): the run is suspended inside the call, its clock stopped and its place in the pool
+// given back ([Pause]), and goes on with the result, or fails with the refusal. [Check] is the package check
 // hook that refuses code loading what its contract does not declare.
 //
 //	func main() {

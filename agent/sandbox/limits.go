@@ -11,8 +11,8 @@ import (
 type Limits struct {
 	// Steps bounds the Starlark steps of a run; the pool's default is 10,000,000.
 	Steps uint64
-	// Time bounds a run's wall-clock time, the capability calls it waits for included; the
-	// pool's default is 10 s.
+	// Time bounds a run's wall-clock time, the capability calls it waits for included, but
+	// not the waits for the user a Host says it makes (Pause); the pool's default is 10 s.
 	Time time.Duration
 	// CPU bounds a run's CPU time; the pool's default is Time.
 	CPU time.Duration

@@ -1,13 +1,17 @@
 package sandbox
 
 // Concurrency model of a Pool. Pool.mu guards running (runs holding a slot, per principal and
-// in all), idle (warm workers), busy (workers running a run, to kill on Close) and closed;
-// changed is closed and replaced whenever a slot is freed, waking the runs waiting for one. A
-// run owns its worker from taking it to putting it back: it alone writes to and reads from the
-// worker's pipes, on its own goroutine, and makes its program's capability calls (the Host)
-// there, holding no lock. A timer and a context.AfterFunc kill the worker at the run's hard
-// deadline or when its context ends; the run then sees the pipe close. Close kills every
-// worker and waits for the runs in flight to return.
+// in all), waiting (runs that gave their slot back while their Host waits for the user, per
+// principal and in all), idle (warm workers), busy (workers running a run, to kill on Close)
+// and closed; changed is closed and replaced whenever a slot is freed, waking the runs waiting
+// for one. A run owns its worker from taking it to putting it back: it alone writes to and
+// reads from the worker's pipes, on its own goroutine, and makes its program's capability calls
+// (the Host) there, holding no lock; its clock (a run's time limit, paused while the Host waits
+// for the user) has a mutex of its own, never held with Pool.mu nor while waiting. Timers
+// and context.AfterFuncs kill the worker at the run's hard deadline or when its context ends;
+// the run then sees the pipe close. Close kills every worker, ends the contexts of the Host
+// calls in flight (a Host waiting for the user stops waiting) and waits for the runs to
+// return.
 
 import (
 	"bufio"
@@ -107,14 +111,19 @@ type Pool struct {
 	maxRuns      int
 	grace        time.Duration
 
-	mu      sync.Mutex
-	running int
-	per     map[string]int
-	changed chan struct{}
-	idle    []*worker
-	busy    map[*worker]bool
-	closed  bool
-	runs    sync.WaitGroup
+	life context.Context // ends on Close
+	end  context.CancelCauseFunc
+
+	mu         sync.Mutex
+	running    int
+	per        map[string]int
+	waiting    int
+	perWaiting map[string]int
+	changed    chan struct{}
+	idle       []*worker
+	busy       map[*worker]bool
+	closed     bool
+	runs       sync.WaitGroup
 }
 
 // New returns a pool. Workers start when first needed.
@@ -125,7 +134,8 @@ func New(opts *Options) *Pool {
 	}
 	p := &Pool{command: slices.Clone(o.Command), workers: o.Workers, perPrincipal: o.PerPrincipal, idleMax: o.Idle,
 		memory: o.Memory, limits: o.Limits.withDefaults(), maxRuns: o.MaxRuns, grace: o.Grace,
-		per: map[string]int{}, changed: make(chan struct{}), busy: map[*worker]bool{}}
+		per: map[string]int{}, perWaiting: map[string]int{}, changed: make(chan struct{}), busy: map[*worker]bool{}}
+	p.life, p.end = context.WithCancelCause(context.Background())
 	if p.workers <= 0 {
 		p.workers = 4
 	}
@@ -156,6 +166,7 @@ func (p *Pool) Limits() Limits { return p.limits }
 // Close kills every worker (runs in flight fail with ErrClosed) and waits for the runs to
 // return. It is idempotent.
 func (p *Pool) Close() error {
+	p.end(ErrClosed)
 	p.mu.Lock()
 	p.closed = true
 	ws := append(p.idle, keys(p.busy)...)
@@ -200,12 +211,13 @@ func (p *Pool) Run(ctx context.Context, job Job) (*Result, error) {
 	if err := p.acquire(ctx, job.Principal); err != nil {
 		return nil, err
 	}
-	defer p.release(job.Principal)
+	s := &slot{p: p, principal: job.Principal, held: true}
+	defer s.free()
 	w, err := p.take()
 	if err != nil {
 		return nil, err
 	}
-	res, keep, err := w.run(ctx, job, job.Limits.within(p.limits), p.grace)
+	res, keep, err := w.run(ctx, job, job.Limits.within(p.limits), s)
 	p.put(w, keep && w.runs < p.maxRuns)
 	return res, err
 }
@@ -244,6 +256,69 @@ func (p *Pool) release(principal string) {
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
+}
+
+// slot is a run's place in the pool's bounds, used by the run's goroutine alone: held while
+// it runs; given back (parked) while its Host waits for the user, when the pool's bound of
+// such runs allows, and taken again when the wait is over.
+type slot struct {
+	p         *Pool
+	principal string
+	held      bool
+	parked    bool
+}
+
+// park gives the slot back, if at most Workers runs, and PerPrincipal of its principal's, wait
+// so at once; otherwise the run keeps it.
+func (s *slot) park() {
+	p := s.p
+	p.mu.Lock()
+	if !s.held || p.waiting >= p.workers || p.perWaiting[s.principal] >= p.perPrincipal {
+		p.mu.Unlock()
+		return
+	}
+	p.waiting++
+	p.perWaiting[s.principal]++
+	p.mu.Unlock()
+	s.held, s.parked = false, true
+	p.release(s.principal)
+}
+
+// unpark takes the slot again after park, at once, even past the pool's bounds: waiting for
+// one could wait for ever, on runs that wait for the user themselves. So at most Workers more
+// runs than Workers run at once (PerPrincipal more of one principal's), briefly.
+func (s *slot) unpark() {
+	if s.parked {
+		s.unwait(true)
+		s.held = true
+	}
+}
+
+// unwait counts the run out of the waiting ones, and into the running ones if run.
+func (s *slot) unwait(run bool) {
+	p := s.p
+	p.mu.Lock()
+	p.waiting--
+	if p.perWaiting[s.principal]--; p.perWaiting[s.principal] <= 0 {
+		delete(p.perWaiting, s.principal)
+	}
+	if run {
+		p.running++
+		p.per[s.principal]++
+	}
+	p.mu.Unlock()
+	s.parked = false
+}
+
+// free gives the slot back at the end of the run.
+func (s *slot) free() {
+	switch {
+	case s.parked:
+		s.unwait(false)
+	case s.held:
+		s.held = false
+		s.p.release(s.principal)
+	}
 }
 
 // take returns an idle worker, or starts one.
@@ -376,11 +451,13 @@ func (w *worker) stop() {
 }
 
 // run runs job on w; keep says w may run another job.
-func (w *worker) run(ctx context.Context, job Job, lim Limits, grace time.Duration) (*Result, bool, error) {
+func (w *worker) run(ctx context.Context, job Job, lim Limits, s *slot) (*Result, bool, error) {
 	w.runs++
+	grace := s.p.grace
 	hostCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	clk := &clock{w: w, grace: grace, deadline: time.Now().Add(lim.Time)}
+	defer context.AfterFunc(s.p.life, func() { cancel(ErrClosed) })()
+	clk := &clock{w: w, slot: s, grace: grace, deadline: time.Now().Add(lim.Time)}
 	clk.soft = time.AfterFunc(lim.Time, func() { cancel(newError(ErrTime, "%s", lim.Time)) })
 	clk.hard = time.AfterFunc(lim.Time+grace, func() { w.kill(newError(ErrTime, "%s", lim.Time)) })
 	stopCtx := context.AfterFunc(ctx, func() { w.kill(context.Cause(ctx)) })
@@ -429,6 +506,7 @@ func (w *worker) exchange(ctx context.Context, wj *wireJob, job Job, clk *clock)
 			} else {
 				clk.calling(true)
 				v, err := job.Host(ctx, f.Module, f.Method, f.Args)
+				clk.wake() // a Host that returned without resuming: the program's time runs again
 				clk.calling(false)
 				if err != nil {
 					reply.Error = wireErr("failed", "%s", err.Error())
@@ -461,10 +539,13 @@ var errDied = errors.New("sandbox: the worker's pipe closed")
 // clock is a run's wall-clock limit, which stops while its Host waits for someone outside the
 // program (Pause): soft cancels the Host's context at the limit, hard kills the worker a grace
 // period later. Its fields are guarded by mu, which Pause holds while it writes to the worker:
-// only while the run's goroutine is inside a Host call (call), when nothing else writes.
+// only while the run's goroutine is inside a Host call (call), when nothing else writes. slot
+// and parked belong to the run's goroutine.
 type clock struct {
-	w     *worker
-	grace time.Duration
+	w      *worker
+	slot   *slot
+	grace  time.Duration
+	parked bool // Pause parked the slot
 
 	mu       sync.Mutex
 	soft     *time.Timer
@@ -481,37 +562,56 @@ func (c *clock) calling(in bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.call = in
-	if !in && c.paused { // a Host that returned without resuming: the program's time runs again
-		c.resumeLocked()
-	}
 }
 
 // Pause stops the wall-clock limit of the run whose Host call ctx belongs to (Limits.Time):
 // for a Host that waits for someone outside the program — the user's decision on a call — a
-// wait the program neither controls nor spends steps or CPU on. The worker's clock stops too.
-// It returns the function that starts the clock again, with the time that was left; call it
-// when the wait is over, before the Host returns (returning starts it anyway). Pausing a paused
-// run, or outside a Host call, does nothing; a run whose limit has passed stays timed out. The
-// run's context still ends it: canceling it kills the worker, paused or not.
+// wait the program neither controls nor spends steps or CPU on. The worker's clock stops too,
+// and the run gives its place among the pool's Workers (and its principal's PerPrincipal)
+// back, so that other runs go on while it waits; at most Workers runs (PerPrincipal of one
+// principal's) wait so at once, a run past that keeps its place. Its worker stays, idle.
+//
+// Pause returns the function that ends the wait: it takes its place again at once — past the
+// bounds if need be, for the places may be held by runs that wait for the user themselves: so
+// at most twice Workers runs run at once, briefly — and starts the clock with the time that
+// was left. Call it from the Host, before it returns (returning ends the wait anyway). Pausing a
+// paused run, or outside a Host call, does nothing; a run whose limit has passed stays timed
+// out. The run's context, and closing the pool, still end it: its worker is killed and ctx,
+// the Host's, ends.
 func Pause(ctx context.Context) (resume func()) {
 	c, _ := ctx.Value(clockKey{}).(*clock)
-	if c == nil {
+	if c == nil || !c.pause() {
 		return func() {}
 	}
+	c.parked = true
+	c.slot.park()
+	return c.wake
+}
+
+// pause stops the clock, if it runs and the run is inside a Host call.
+func (c *clock) pause() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.call || c.paused || !c.soft.Stop() {
-		return func() {}
+		return false
 	}
 	c.hard.Stop()
 	c.paused, c.left = true, time.Until(c.deadline)
 	_ = writeFrame(c.w.in, &frame{Op: "pause"}) // a dead worker: the run sees its pipe closed
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.call && c.paused {
-			c.resumeLocked()
-		}
+	return true
+}
+
+// wake ends a wait Pause began: the run takes its slot again, then its clock starts.
+func (c *clock) wake() {
+	if !c.parked {
+		return
+	}
+	c.parked = false
+	c.slot.unpark()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		c.resumeLocked()
 	}
 }
 
