@@ -214,8 +214,9 @@ func (h *httpHandler) authenticate(w http.ResponseWriter, r *http.Request, jsonr
 	if rerr == nil {
 		rerr = h.limit.check(ctx, r.RemoteAddr)
 	}
+	r = r.WithContext(ctx) // with the principal, when only the rate limit refuses
 	if rerr == nil {
-		return r.WithContext(ctx)
+		return r
 	}
 	switch rerr.httpStatus {
 	case http.StatusUnauthorized, http.StatusForbidden:

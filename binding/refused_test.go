@@ -19,9 +19,9 @@ import (
 	"github.com/a2awebcap/a2awebcap/telemetry"
 )
 
-// observedServer serves the engine with tokenAuth (alice, bob), q and the memory extension,
-// observed by a request log, metrics and spans (returned), on every binding.
-func observedServer(t *testing.T, q *Quotas) (*testServer, *lockedLog, *prometheus.Registry, *tracetest.SpanRecorder) {
+// observedServer serves the engine with tokenAuth (alice, bob), q, rl and the memory
+// extension, observed by a request log, metrics and spans (returned), on every binding.
+func observedServer(t *testing.T, q *Quotas, rl *RateLimit) (*testServer, *lockedLog, *prometheus.Registry, *tracetest.SpanRecorder) {
 	t.Helper()
 	var log lockedLog
 	reg := prometheus.NewRegistry()
@@ -30,8 +30,8 @@ func observedServer(t *testing.T, q *Quotas) (*testServer, *lockedLog, *promethe
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))})
 	mem := &fakeMemory{}
 	ts := startServer(t, serverConfig{engine: true,
-		opts:  &Options{Authenticate: tokenAuth, Quotas: q, Memory: mem, Telemetry: obs},
-		gopts: &GRPCOptions{Authenticate: tokenAuth, Quotas: q, Memory: mem, Telemetry: obs}})
+		opts:  &Options{Authenticate: tokenAuth, Quotas: q, RateLimit: rl, Memory: mem, Telemetry: obs},
+		gopts: &GRPCOptions{Authenticate: tokenAuth, Quotas: q, RateLimit: rl, Memory: mem, Telemetry: obs}})
 	return ts, &log, reg, spans
 }
 
@@ -86,9 +86,8 @@ func TestRefusalsObserved(t *testing.T) {
 	for _, b := range sessionBindings {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			ts, log, reg, spans := observedServer(t, &Quotas{Tasks: 1})
-			name := map[client.Binding]string{client.BindingJSONRPC: bindingJSONRPC, client.BindingREST: bindingREST,
-				client.BindingGRPC: bindingGRPC, client.BindingCapnweb: bindingCapnweb, client.BindingCapnwebBatch: bindingCapnweb}[b]
+			ts, log, reg, spans := observedServer(t, &Quotas{Tasks: 1}, nil)
+			name := bindingName(b)
 			ctx := t.Context()
 			const trace, parent = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 			alice := extClientWith(t, ts, b, http.Header{"Authorization": {"Bearer alice"}, "Traceparent": {"00-" + trace + "-" + parent + "-01"}})
@@ -160,6 +159,47 @@ func TestRefusalsObserved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On every binding, alice's call over her rate is logged and counted as hers, RATE_LIMITED;
+// bob's beside it goes through.
+func TestRateLimitRefusalObserved(t *testing.T) {
+	t.Parallel()
+	for _, b := range sessionBindings {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			ts, log, reg, _ := observedServer(t, nil, &RateLimit{PerSecond: 0.001, Burst: 2})
+			name := bindingName(b)
+			alice, bob := extClient(t, ts, b, "alice"), extClient(t, ts, b, "bob")
+			for i := range 3 {
+				_, err := alice.ListTasks(t.Context(), &a2a.ListTasksRequest{})
+				if (err == nil) != (i < 2) {
+					t.Fatalf("alice's ListTasks %d: %v", i+1, err)
+				}
+			}
+			if _, err := bob.ListTasks(t.Context(), &a2a.ListTasksRequest{}); err != nil {
+				t.Fatalf("bob beside alice: %v", err)
+			}
+			method := "ListTasks"
+			if b == client.BindingJSONRPC {
+				method = unknownMethod // the rate is checked before the body is read
+			}
+			want := []string{name + " ListTasks alice ok", name + " ListTasks alice ok", name + " ListTasks bob ok", name + " " + method + " alice RATE_LIMITED"}
+			slices.Sort(want)
+			if diff := cmp.Diff(want, requestLines(t, log)); diff != "" {
+				t.Errorf("request log (-want +got):\n%s", diff)
+			}
+			if got := requestCount(t, reg, name, method, "RATE_LIMITED"); got != 1 {
+				t.Errorf("a2awebcap_requests_total{binding=%q,method=%q,status=RATE_LIMITED} = %v, want 1", name, method, got)
+			}
+		})
+	}
+}
+
+// bindingName is the request log's name of a client's binding.
+func bindingName(b client.Binding) string {
+	return map[client.Binding]string{client.BindingJSONRPC: bindingJSONRPC, client.BindingREST: bindingREST,
+		client.BindingGRPC: bindingGRPC, client.BindingCapnweb: bindingCapnweb, client.BindingCapnwebBatch: bindingCapnweb}[b]
 }
 
 // withVersion makes a client declare A2A-Version v on every call.
