@@ -159,13 +159,7 @@ func openApp(t *testing.T, base, suffix, state string) *appPage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shots := os.Getenv("A2AWEBCAP_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a := &appPage{Page: p, t: t, shots: shots}
+	a := &appPage{Page: p, t: t, shots: cdptest.ScreenshotDir(t)}
 	if err := p.Size(1200, 800); err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,19 @@ import (
 // there.
 const ModulePath = "vendor/capnweb.js"
 
+// AgentsPage is, in [Files], the index of the agents `serve -agents` hosts: it lists them
+// (their names, descriptions and cards, from ../agents and each card) with links to each
+// agent's app (../agents/NAME/web/). It is served at /web/ with the same [CSP].
+const AgentsPage = "agents.html"
+
 // CapnwebVersion is the npm capnweb release vendored at [ModulePath].
 const CapnwebVersion = "0.12.0"
 
-//go:embed index.html app.css app.js conn.js markdown.js vendor/capnweb.js vendor/LICENSE.txt
+//go:embed index.html app.css app.js conn.js markdown.js agents.html agents.css agents.js vendor/capnweb.js vendor/LICENSE.txt
 var files embed.FS
 
-// Files returns the page's files: index.html, app.css, the modules, and the capnweb module
-// with its licence under vendor/.
+// Files returns the page's files: index.html, app.css, the modules, the capnweb module with
+// its licence under vendor/, and the hosted agents' index ([AgentsPage], agents.css, agents.js).
 func Files() fs.FS { return files }
 
 // CSP is the Content-Security-Policy [Handler] sends: scripts, styles, fonts and connections

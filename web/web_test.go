@@ -23,6 +23,9 @@ func TestHandlerSendsSecurityHeaders(t *testing.T) {
 		"/web/conn.js":           "text/javascript",
 		"/web/markdown.js":       "text/javascript",
 		"/web/app.css":           "text/css",
+		"/web/" + web.AgentsPage: "text/html",
+		"/web/agents.js":         "text/javascript",
+		"/web/agents.css":        "text/css",
 		"/web/" + web.ModulePath: "text/javascript",
 	} {
 		resp, err := http.Get(srv.URL + path)
@@ -50,7 +53,7 @@ func TestHandlerSendsSecurityHeaders(t *testing.T) {
 func TestNoHTMLSinks(t *testing.T) {
 	t.Parallel()
 	sinks := regexp.MustCompile(`\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|createContextualFragment|DOMParser|srcdoc`)
-	for _, name := range []string{"app.js", "conn.js", "markdown.js"} {
+	for _, name := range []string{"app.js", "conn.js", "markdown.js", "agents.js"} {
 		src, err := fs.ReadFile(web.Files(), name)
 		if err != nil {
 			t.Fatal(err)
@@ -59,11 +62,13 @@ func TestNoHTMLSinks(t *testing.T) {
 			t.Errorf("%s uses %s", name, m)
 		}
 	}
-	page, err := fs.ReadFile(web.Files(), "index.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]|<style|\sstyle=|\son[a-z]+=`).Find(page); m != nil {
-		t.Errorf("index.html has inline script or style: %s", m)
+	for _, name := range []string{"index.html", web.AgentsPage} {
+		page, err := fs.ReadFile(web.Files(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]|<style|\sstyle=|\son[a-z]+=`).Find(page); m != nil {
+			t.Errorf("%s has inline script or style: %s", name, m)
+		}
 	}
 }

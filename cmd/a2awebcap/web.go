@@ -16,16 +16,25 @@ import (
 //
 // With hosted (-agents), each agent's page is at /agents/NAME/web/ too: the same files, which
 // find the agent's card (../.well-known/agent-card.json) and so its bindings relative to where
-// the page is.
+// the page is. There is no root agent then: /web/ (where / redirects) is the index of the
+// agents (web.AgentsPage), with links to their pages and cards.
 func serveWeb(mux *http.ServeMux, capnwebJS string, hosted bool, log *slog.Logger) {
+	app := http.StripPrefix("/web/", web.Handler())
 	if hosted {
 		mux.HandleFunc("GET /agents/{name}/web/{rest...}", func(w http.ResponseWriter, r *http.Request) {
 			r2 := r.Clone(r.Context())
 			r2.URL.Path, r2.URL.RawPath = "/web/"+r.PathValue("rest"), ""
+			if r.PathValue("rest") == "" {
+				app.ServeHTTP(w, r2) // the app's page, not the index at /web/
+				return
+			}
 			mux.ServeHTTP(w, r2)
 		})
+		mux.Handle("GET /web/{$}", web.Secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.ServeFileFS(w, r, web.Files(), web.AgentsPage)
+		})))
 	}
-	mux.Handle("GET /web/", http.StripPrefix("/web/", web.Handler()))
+	mux.Handle("GET /web/", app)
 	// The binding's TypeScript types, as text (a .ts name maps to video/mp2t in some MIME tables).
 	mux.Handle("GET /web/"+web.TypesPath, web.Secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

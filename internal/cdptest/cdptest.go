@@ -39,6 +39,20 @@ func Need(t testing.TB, path, hint string) string {
 	return path
 }
 
+// ScreenshotDir is where t saves its screenshots for review: $A2AWEBCAP_SCREENSHOTS when it
+// is set (made if missing), else a temporary directory of t's.
+func ScreenshotDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("A2AWEBCAP_SCREENSHOTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // Browser is headless Chromium driven through the DevTools protocol over a pipe
 // (--remote-debugging-pipe: commands on its fd 3, replies on its fd 4, each message JSON ended
 // by a NUL byte). Chromium's --dump-dom cannot be used: its virtual time does not wait for
