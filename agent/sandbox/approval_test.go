@@ -95,26 +95,30 @@ func TestPausedRunEndsWithItsContext(t *testing.T) {
 // With an Asker in its context (a turn with a task to ask on), a Starlark capability's call
 // that needs the user's decision waits for it, longer than the sandbox's time limit: yes runs
 // exactly that call and the program goes on with its result; no fails the call inside the
-// program with the user's refusal, and the capability's call with it.
+// program with the user's refusal, and the capability's call with it; no answer (the Asker
+// fails, as when the turn's wait expires) fails it too, the approval left pending.
 func TestStarlarkCapabilityWaitsForApproval(t *testing.T) {
 	t.Parallel()
 	const limit = 2 * time.Second
 	p := newPool(t, &sandbox.Options{Limits: sandbox.Limits{Time: limit}})
 	set := weatherAsking(t, p)
 	ctx := t.Context()
+	noAnswer := errors.New("no answer came in time")
 	for _, tt := range []struct {
 		city   string
 		answer capability.Decision
+		err    error // of the Asker
 		want   string
 	}{
-		{"paris", capability.Decision{Approve: true, By: "alice"}, `"fetched https://api.weather.test/paris"`},
-		{"oslo", capability.Decision{By: "alice", Reason: "not Oslo"}, "fetch.get: capability: refused by the user (p2): not Oslo"},
+		{"paris", capability.Decision{Approve: true, By: "alice"}, nil, `"fetched https://api.weather.test/paris"`},
+		{"oslo", capability.Decision{By: "alice", Reason: "not Oslo"}, nil, "fetch.get: capability: refused by the user (p2): not Oslo"},
+		{"rome", capability.Decision{}, noAnswer, "fetch.get: capability: approval required: p3 (call), and it could not be asked: no answer came in time"},
 	} {
 		var asked []capability.Pending
 		ask := func(_ context.Context, pd capability.Pending) (capability.Decision, error) {
 			asked = append(asked, pd)
 			time.Sleep(limit + time.Second) // the user takes longer than the sandbox's time limit
-			return tt.answer, nil
+			return tt.answer, tt.err
 		}
 		out, err := set.Call(capability.WithAsker(ctx, ask), capability.Request{Capability: "weather", Method: "forecast",
 			Args: json.RawMessage(`{"city":"` + tt.city + `"}`), Session: "s1"})
@@ -125,12 +129,15 @@ func TestStarlarkCapabilityWaitsForApproval(t *testing.T) {
 		switch {
 		case tt.answer.Approve && (err != nil || string(out) != tt.want):
 			t.Errorf("%s after yes: %s, %v; want %s", tt.city, out, err, tt.want)
-		case !tt.answer.Approve && (!errors.Is(err, capability.ErrDenied) || !errors.Is(err, sandbox.ErrFailed) || !strings.Contains(err.Error(), tt.want)):
+		case tt.err == nil && !tt.answer.Approve && (!errors.Is(err, capability.ErrDenied) || !errors.Is(err, sandbox.ErrFailed) || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s after no: error = %v, want the program failed on %q", tt.city, err, tt.want)
+		case tt.err != nil && (errors.Is(err, capability.ErrDenied) || !errors.Is(err, sandbox.ErrFailed) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s unanswered: error = %v, want the program failed on %q", tt.city, err, tt.want)
 		}
 	}
-	if pend := set.Pending(); len(pend) != 0 {
-		t.Errorf("still pending: %+v", pend)
+	// The unanswered approval stays pending: the user may still decide it for the next call.
+	if pend := set.Pending(); len(pend) != 1 || pend[0].ID != "p3" {
+		t.Errorf("pending = %+v, want p3 alone", pend)
 	}
 }
 
