@@ -14,6 +14,7 @@ import (
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/sandbox"
+	"github.com/a2awebcap/a2awebcap/agent/sqlitestore"
 	"github.com/a2awebcap/a2awebcap/binding"
 	"github.com/a2awebcap/a2awebcap/client"
 	"github.com/a2awebcap/a2awebcap/internal/a2atest"
@@ -28,6 +29,23 @@ const timeLimit = 2 * time.Second
 // the user. Its sandbox has two workers, one for each principal at most. It returns the host
 // and the directory fs works in.
 func notesAgent(t *testing.T) (*agent.Host, string) {
+	t.Helper()
+	def, dir := notesDef(t)
+	return newHost(t, def, nil), dir
+}
+
+func newHost(t *testing.T, def *agent.Definition, opts *agent.HostOptions) *agent.Host {
+	t.Helper()
+	h, err := agent.NewHost(def, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// notesDef is notesAgent's definition, and the directory fs works in.
+func notesDef(t *testing.T) (*agent.Definition, string) {
 	t.Helper()
 	pool := newPool(t, &sandbox.Options{Workers: 2, Limits: sandbox.Limits{Time: timeLimit}})
 	dir := t.TempDir()
@@ -71,12 +89,7 @@ def save(path, text):
 		{Name: "not-done", When: `last.action == "call" && last.status != "done"`, Action: agent.Reply, Reason: "say so",
 			Params: map[string]string{"text": `last.status + ": " + last.result`}},
 	}}
-	h, err := agent.NewHost(&agent.Definition{Name: "notes", Policy: pol, Capabilities: cat, Preinstall: []string{"fs", "notes"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h, dir
+	return &agent.Definition{Name: "notes", Policy: pol, Capabilities: cat, Preinstall: []string{"fs", "notes"}}, dir
 }
 
 // askQuestion checks the question of a Starlark capability's call waiting for the user: it
@@ -274,5 +287,52 @@ func TestStarlarkCallWaitsForTheUserOverBindings(t *testing.T) {
 				t.Error("the canceled call wrote its file")
 			}
 		})
+	}
+}
+
+// A Starlark capability's question survives a restart as the agent's own do: the host closes
+// while alice's question waits; on a new host on the same SQLite store her yes runs the turn
+// again, the program asks the same call again, which the yes approves, and it runs once.
+func TestStarlarkQuestionSurvivesTheHost(t *testing.T) {
+	t.Parallel()
+	def, dir := notesDef(t)
+	path := filepath.Join(t.TempDir(), "agent.db")
+	open := func() *agent.Host {
+		st, err := sqlitestore.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return newHost(t, def, &agent.HostOptions{Store: st})
+	}
+	say := func(h *agent.Host, text string) agent.Run {
+		t.Helper()
+		a, err := h.Instance(t.Context(), agent.Principal{Name: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := agent.UserText(text)
+		ev.Context = agent.Context{Task: "t1", Session: "s1"}
+		run, err := a.Ask(t.Context(), ev)
+		if err != nil {
+			t.Fatalf("Ask(%q) = %v", text, err)
+		}
+		return run
+	}
+	h1 := open()
+	if run := say(h1, "save notes/a.txt"); !strings.Contains(run.Question, "(sandbox notes) wants to call fs.write") {
+		t.Fatalf("the question: %+v", run)
+	}
+	if err := h1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if wrote(t, dir, "notes/a.txt") {
+		t.Fatal("the call ran before it was approved")
+	}
+	if run := say(open(), "yes"); run.Reply != "done: saved 5 bytes to notes/a.txt" {
+		t.Errorf("after yes, past the restart: %+v", run)
+	}
+	if !wrote(t, dir, "notes/a.txt") {
+		t.Error("the approved file was not written")
 	}
 }
