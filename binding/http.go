@@ -290,6 +290,8 @@ func (h *httpHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
+	w, watched := watchA2AGo(w, r)
+	defer watched()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	if env.Method == "GetExtendedAgentCard" || env.Method == "agent/getAuthenticatedExtendedCard" {
@@ -379,6 +381,8 @@ func (h *httpHandler) serveREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
+	w, watched := watchA2AGo(w, r)
+	defer watched()
 	r2 := stripPrefix(r, h.restPath)
 	var hint *backlog.Hint
 	if stream {

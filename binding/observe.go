@@ -413,3 +413,87 @@ func restMethod(method, path string) string {
 	}
 	return unknownMethod
 }
+
+// headWriter keeps the first bytes of a response, for refusedByA2AGo. Streams pass through it
+// (it flushes).
+type headWriter struct {
+	http.ResponseWriter
+	a    *arrival // once it is handled, the head is not needed
+	head []byte
+}
+
+// maxHead bounds what headWriter keeps: an error body is far smaller.
+const maxHead = 1024
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	if n := min(len(b), maxHead-len(w.head)); n > 0 && !w.a.handled.Load() {
+		w.head = append(w.head, b[:n]...)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *headWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// watchA2AGo returns w for a2a-go's JSON-RPC or REST handler to answer r through, and the
+// function to call when it has: a call that a2a-go refused itself, without calling the
+// RequestHandler (a malformed envelope, an unknown method, parameters that do not decode), is
+// then observed as refused, with the reason its error body gives. Without an arrival in r,
+// w as it is.
+func watchA2AGo(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func()) {
+	a := arrivalOf(r.Context())
+	if a == nil {
+		return w, func() {}
+	}
+	hw := &headWriter{ResponseWriter: w, a: a}
+	return hw, func() {
+		if len(hw.head) == 0 || a.handled.Load() {
+			return
+		}
+		a.handled.Store(true)
+		refused(r.Context(), a.obs, a.binding, a.method, principalOf(r.Context()), propagation.HeaderCarrier(a.header), a.start, bodyReason(hw.head))
+	}
+}
+
+// reasonError is an error known only by its A2A reason.
+type reasonError string
+
+func (e reasonError) Error() string  { return string(e) }
+func (e reasonError) Reason() string { return string(e) }
+
+// jsonrpcReasons name JSON-RPC's own error codes.
+var jsonrpcReasons = map[int]string{-32700: "PARSE_ERROR", -32600: "INVALID_REQUEST", -32601: "METHOD_NOT_FOUND", -32602: "INVALID_PARAMS", -32603: "INTERNAL"}
+
+// bodyReason reads the A2A reason of an error body: a JSON-RPC error response or a
+// google.rpc.Status, with an ErrorInfo detail or by its code; INTERNAL when it says none.
+func bodyReason(body []byte) error {
+	var v struct {
+		Error struct {
+			Code    int                       `json:"code"`
+			Status  string                    `json:"status"`
+			Data    []struct{ Reason string } `json:"data"`
+			Details []struct{ Reason string } `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return reasonError("INTERNAL")
+	}
+	for _, d := range append(v.Error.Data, v.Error.Details...) {
+		if d.Reason != "" {
+			return reasonError(d.Reason)
+		}
+	}
+	if r, ok := jsonrpcReasons[v.Error.Code]; ok {
+		return reasonError(r)
+	}
+	if v.Error.Status != "" {
+		return reasonError(v.Error.Status)
+	}
+	return reasonError("INTERNAL")
+}

@@ -220,7 +220,9 @@ func extClientWith(t *testing.T, ts *testServer, b client.Binding, h http.Header
 
 // Refusals of the HTTP bindings that come before the body is read, or without a route, are
 // logged with what is known of the call: a JSON-RPC body over the limit (method unknown), a
-// REST path that is no route (as alice, method unknown), a REST body that is not JSON.
+// REST path that is no route (as bob, method unknown), a REST body that is not JSON; and so
+// are the ones a2a-go's handlers make without calling the RequestHandler: JSON that does not
+// parse, an unknown method, parameters that do not decode.
 func TestHTTPRefusalsObserved(t *testing.T) {
 	t.Parallel()
 	var log lockedLog
@@ -236,7 +238,18 @@ func TestHTTPRefusalsObserved(t *testing.T) {
 	if r := do(t, "POST", ts.baseURL+DefaultRESTPath+"/message:send", []byte(`{}`), "Authorization", "Bearer alice", "Content-Type", "text/plain"); r.status != http.StatusUnsupportedMediaType {
 		t.Errorf("POST message:send as text/plain: HTTP %d %s", r.status, r.body)
 	}
-	want := []string{"jsonrpc unknown alice INVALID_REQUEST", "rest SendMessage alice CONTENT_TYPE_NOT_SUPPORTED", "rest unknown bob METHOD_NOT_FOUND"}
+	// Refused by a2a-go's handlers themselves, which never call the RequestHandler.
+	for _, body := range []string{`{"jsonrpc":"2.0","id":1,"method":`, `{"jsonrpc":"2.0","id":2,"method":"Nope","params":{}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":5}}`} {
+		if r := do(t, "POST", ts.baseURL+DefaultJSONRPCPath, []byte(body), "Authorization", "Bearer alice", "Content-Type", "application/json"); r.status != http.StatusOK || !strings.Contains(string(r.body), `"error"`) {
+			t.Errorf("POST %s: HTTP %d %s", body, r.status, r.body)
+		}
+	}
+	if r := do(t, "POST", ts.baseURL+DefaultRESTPath+"/message:send", []byte(`{"message":`), "Authorization", "Bearer bob", "Content-Type", "application/json"); r.status != http.StatusBadRequest {
+		t.Errorf("POST message:send with a truncated body: HTTP %d %s", r.status, r.body)
+	}
+	want := []string{"jsonrpc GetTask alice INVALID_PARAMS", "jsonrpc unknown alice INVALID_REQUEST", "jsonrpc unknown alice METHOD_NOT_FOUND", "jsonrpc unknown alice PARSE_ERROR",
+		"rest SendMessage alice CONTENT_TYPE_NOT_SUPPORTED", "rest SendMessage bob PARSE_ERROR", "rest unknown bob METHOD_NOT_FOUND"}
 	if diff := cmp.Diff(want, requestLines(t, &log)); diff != "" {
 		t.Errorf("request log (-want +got):\n%s", diff)
 	}
