@@ -22,7 +22,7 @@ import (
 )
 
 // timeLimit is the sandbox's wall-clock limit in these tests: the user takes longer to answer.
-const timeLimit = 2 * time.Second
+const timeLimit = 3 * time.Second
 
 // notesAgent is an agent whose rule "save PATH" calls notes.save, a Starlark capability (held
 // pre-approved) whose code writes the file through fs, held call-by-call: each write waits for

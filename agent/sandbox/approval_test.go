@@ -16,7 +16,7 @@ import (
 // and in the worker alike, and runs again once the wait is over.
 func TestPauseStopsTheRunsClock(t *testing.T) {
 	t.Parallel()
-	const limit = 2 * time.Second
+	const limit = 3 * time.Second
 	p := newPool(t, &sandbox.Options{Workers: 3, PerPrincipal: 3, Limits: sandbox.Limits{Time: limit}})
 	wait := func(ctx context.Context) error {
 		select {
@@ -99,7 +99,7 @@ func TestPausedRunEndsWithItsContext(t *testing.T) {
 // fails, as when the turn's wait expires) fails it too, the approval left pending.
 func TestStarlarkCapabilityWaitsForApproval(t *testing.T) {
 	t.Parallel()
-	const limit = 2 * time.Second
+	const limit = 3 * time.Second
 	p := newPool(t, &sandbox.Options{Limits: sandbox.Limits{Time: limit}})
 	set := weatherAsking(t, p)
 	ctx := t.Context()
