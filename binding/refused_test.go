@@ -254,3 +254,26 @@ func TestHTTPRefusalsObserved(t *testing.T) {
 		t.Errorf("request log (-want +got):\n%s", diff)
 	}
 }
+
+// A capnweb authenticate() that fails is a refused call of its own (Authenticate), beside the
+// calls the unauthenticated session makes, which are refused as theirs; one that succeeds is no
+// line, and the session's next call is logged as its principal.
+func TestCapnwebAuthenticateRefusalObserved(t *testing.T) {
+	t.Parallel()
+	ts, log, _, _ := observedServer(t, nil, nil)
+	main := ts.dialCapnweb(t, "", nil).Main()
+	if _, err := main.Call("listTasks", map[string]any{}).Await(t.Context()); err == nil {
+		t.Fatal("listTasks before authenticate: no error")
+	}
+	if _, err := main.Call("authenticate", map[string]any{"Authorization": "Bearer carol"}).Await(t.Context()); err == nil {
+		t.Fatal("authenticate as carol: no error")
+	}
+	alice := main.Call("authenticate", map[string]any{"Authorization": "Bearer alice"})
+	if _, err := alice.Call("listTasks", map[string]any{}).Await(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"capnweb Authenticate - UNAUTHORIZED", "capnweb ListTasks - UNAUTHENTICATED", "capnweb ListTasks alice ok"}
+	if diff := cmp.Diff(want, requestLines(t, log)); diff != "" {
+		t.Errorf("request log (-want +got):\n%s", diff)
+	}
+}
