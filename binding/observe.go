@@ -376,6 +376,9 @@ func jsonrpcMethod(method string, ext map[string]extOp) string {
 // restMethod is the operation an HTTP+JSON request names (method and path below the REST
 // base, with an optional tenant segment or 0.3's /v1), else unknownMethod.
 func restMethod(method, path string) string {
+	if method == http.MethodOptions {
+		return unknownMethod // a CORS preflight: the call it asks about has not come
+	}
 	seg := strings.Split(strings.Trim(path, "/"), "/")
 	for i, s := range seg {
 		rest := seg[i+1:]

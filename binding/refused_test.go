@@ -238,6 +238,13 @@ func TestHTTPRefusalsObserved(t *testing.T) {
 	if r := do(t, "POST", ts.baseURL+DefaultRESTPath+"/message:send", []byte(`{}`), "Authorization", "Bearer alice", "Content-Type", "text/plain"); r.status != http.StatusUnsupportedMediaType {
 		t.Errorf("POST message:send as text/plain: HTTP %d %s", r.status, r.body)
 	}
+	// Another site's POST, and its preflight.
+	if r := do(t, "POST", ts.baseURL+DefaultRESTPath+"/message:send", []byte(`{}`), "Origin", "http://evil.example", "Content-Type", "application/json"); r.status != http.StatusForbidden {
+		t.Errorf("a cross-site POST: HTTP %d %s", r.status, r.body)
+	}
+	if r := do(t, "OPTIONS", ts.baseURL+DefaultRESTPath+"/tasks", nil, "Origin", "http://evil.example", "Access-Control-Request-Method", "GET"); r.status != http.StatusForbidden {
+		t.Errorf("a cross-site preflight: HTTP %d %s", r.status, r.body)
+	}
 	// Refused by a2a-go's handlers themselves, which never call the RequestHandler.
 	for _, body := range []string{`{"jsonrpc":"2.0","id":1,"method":`, `{"jsonrpc":"2.0","id":2,"method":"Nope","params":{}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":5}}`} {
@@ -249,7 +256,9 @@ func TestHTTPRefusalsObserved(t *testing.T) {
 		t.Errorf("POST message:send with a truncated body: HTTP %d %s", r.status, r.body)
 	}
 	want := []string{"jsonrpc GetTask alice INVALID_PARAMS", "jsonrpc unknown alice INVALID_REQUEST", "jsonrpc unknown alice METHOD_NOT_FOUND", "jsonrpc unknown alice PARSE_ERROR",
-		"rest SendMessage alice CONTENT_TYPE_NOT_SUPPORTED", "rest SendMessage bob PARSE_ERROR", "rest unknown bob METHOD_NOT_FOUND"}
+		"rest SendMessage - CROSS_ORIGIN_REQUEST", "rest SendMessage alice CONTENT_TYPE_NOT_SUPPORTED", "rest SendMessage bob PARSE_ERROR",
+		"rest unknown - CROSS_ORIGIN_REQUEST", "rest unknown bob METHOD_NOT_FOUND"}
+	slices.Sort(want)
 	if diff := cmp.Diff(want, requestLines(t, &log)); diff != "" {
 		t.Errorf("request log (-want +got):\n%s", diff)
 	}
