@@ -13,6 +13,9 @@ package cluster
 //     back: every replica renews its heartbeat (every TTL/3) and reaps the replicas whose
 //     heartbeat expired (every TTL), on the heartbeat goroutine, which Open starts and Close
 //     stops and waits for.
+//   - The replica's name is a lease too (cluster_names): OpenLimits takes it, the heartbeat
+//     renews it, Close gives it back, so that two live replicas never share a name (they would
+//     renew each other's task leases).
 //   - Limits holds no lock of its own: pgxpool is safe for concurrent use.
 
 import (
@@ -34,7 +37,10 @@ import (
 // LimitsOptions configure OpenLimits. The zero value (or nil) is the default for each field.
 type LimitsOptions struct {
 	// Replica names this replica (its slots are counted under the name and a random suffix).
-	// Default: engine.ReplicaName's form, made up.
+	// It must be unique among live replicas: OpenLimits refuses a name another live replica
+	// holds (ErrReplicaNameInUse), and takes the name of a replica that stopped — at once
+	// after its Close, or once its heartbeat expired (OpenLimits waits for that). Default:
+	// "replica".
 	Replica string
 	// TTL is how long a replica that stopped renewing its heartbeat keeps its slots before
 	// the others give them back. Default 15 s.
@@ -52,6 +58,7 @@ type LimitsOptions struct {
 // It is safe for concurrent use.
 type Limits struct {
 	pool   *pgxpool.Pool
+	name   string // the replica's name, held in cluster_names by holder
 	holder string
 	ttl    time.Duration
 	log    *slog.Logger
@@ -60,6 +67,10 @@ type Limits struct {
 	done chan struct{}
 	once sync.Once
 }
+
+// ErrReplicaNameInUse is the error of OpenLimits when another live replica holds the replica
+// name.
+var ErrReplicaNameInUse = errors.New("cluster: the replica name is in use by another live replica")
 
 var (
 	_ binding.QuotaCounter = (*Limits)(nil)
@@ -108,10 +119,20 @@ CREATE TABLE cluster_instances (
 	PRIMARY KEY (agent, tenant, principal)
 );
 `,
+	// 3: which live replica holds each replica name (holder is its Limits' holder).
+	`
+CREATE TABLE cluster_names (
+	name        text        NOT NULL PRIMARY KEY,
+	holder      text        NOT NULL,
+	alive_until timestamptz NOT NULL
+);
+`,
 }
 
-// OpenLimits connects to the database of dsn, creates or migrates its tables (cluster_*), and
-// registers this replica's heartbeat.
+// OpenLimits connects to the database of dsn, creates or migrates its tables (cluster_*), takes
+// the replica's name, and registers its heartbeat. If another live replica holds the name it
+// returns ErrReplicaNameInUse: it watches the holder's heartbeat meanwhile, for at most the time
+// left on it, so that the name of a replica that died is taken once its heartbeat expired.
 func OpenLimits(ctx context.Context, dsn string, opts *LimitsOptions) (*Limits, error) {
 	var o LimitsOptions
 	if opts != nil {
@@ -141,10 +162,14 @@ func OpenLimits(ctx context.Context, dsn string, opts *LimitsOptions) (*Limits, 
 		pool.Close()
 		return nil, fmt.Errorf("cluster: limits: %w", err)
 	}
-	l := &Limits{pool: pool, holder: o.Replica + "/" + rand.Text()[:8], ttl: o.TTL, log: o.Logger,
+	l := &Limits{pool: pool, name: o.Replica, holder: o.Replica + "/" + rand.Text()[:8], ttl: o.TTL, log: o.Logger,
 		quit: make(chan struct{}), done: make(chan struct{})}
 	if l.log == nil {
 		l.log = slog.Default()
+	}
+	if err := l.claimName(ctx); err != nil {
+		pool.Close()
+		return nil, err
 	}
 	if err := l.beat(ctx); err != nil {
 		pool.Close()
@@ -198,11 +223,73 @@ func migrateLimits(ctx context.Context, pool *pgxpool.Pool, schema string) error
 // interval is d as SQL microseconds, for "… * interval '1 microsecond'".
 func micros(d time.Duration) int64 { return max(d.Microseconds(), 1) }
 
-// beat renews this replica's heartbeat.
+// claimName takes the replica's name for l.holder: at once if it is free (never held, given
+// back, or its holder's heartbeat expired); else it watches the holder's heartbeat, and
+// refuses the name as soon as it sees it renewed (or taken by yet another replica), or takes it
+// once it expired.
+func (l *Limits) claimName(ctx context.Context) error {
+	var seenHolder, seenUntil string
+	for {
+		var (
+			claimed       bool
+			holder, until string
+			left          float64 // seconds the holder's heartbeat has left
+		)
+		// The sub-selects see the row as it was before the statement: the holder's, when
+		// the name is not claimed.
+		err := l.pool.QueryRow(ctx, `
+			WITH c AS (
+				INSERT INTO cluster_names AS n (name, holder, alive_until)
+				VALUES ($1, $2, statement_timestamp() + $3::bigint * interval '1 microsecond')
+				ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, alive_until = excluded.alive_until
+				WHERE n.holder = excluded.holder OR n.alive_until < statement_timestamp()
+				RETURNING 1
+			)
+			SELECT EXISTS (SELECT 1 FROM c),
+				coalesce((SELECT holder FROM cluster_names WHERE name = $1), ''),
+				coalesce((SELECT alive_until::text FROM cluster_names WHERE name = $1), ''),
+				coalesce((SELECT greatest(extract(epoch FROM alive_until - statement_timestamp())::float8, 0)
+					FROM cluster_names WHERE name = $1), 0)`,
+			l.name, l.holder, micros(l.ttl)).Scan(&claimed, &holder, &until, &left)
+		if err != nil {
+			return fmt.Errorf("cluster: replica name %q: %w", l.name, err)
+		}
+		if claimed {
+			return nil
+		}
+		if seenHolder != "" && (holder != seenHolder || until != seenUntil) {
+			return fmt.Errorf("%w: %q (it renews its heartbeat; give each replica a name of its own)", ErrReplicaNameInUse, l.name)
+		}
+		seenHolder, seenUntil = holder, until
+		wait := min(time.Duration(left*float64(time.Second))+time.Millisecond, 100*time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %q (waiting for its heartbeat to expire: %w)", ErrReplicaNameInUse, l.name, context.Cause(ctx))
+		}
+	}
+}
+
+// errNameLost is beat's error when another replica took this one's name: this replica's
+// heartbeat had expired (it was cut off from the database longer than its TTL).
+var errNameLost = errors.New("another replica took this replica's name after its heartbeat expired")
+
+// beat renews this replica's heartbeat, and its hold on its name.
 func (l *Limits) beat(ctx context.Context) error {
-	_, err := l.pool.Exec(ctx, `
-		INSERT INTO cluster_replicas (holder, alive_until) VALUES ($1, statement_timestamp() + $2::bigint * interval '1 microsecond')
-		ON CONFLICT (holder) DO UPDATE SET alive_until = excluded.alive_until`, l.holder, micros(l.ttl))
+	var named bool
+	err := l.pool.QueryRow(ctx, `
+		WITH r AS (
+			INSERT INTO cluster_replicas (holder, alive_until) VALUES ($1, statement_timestamp() + $2::bigint * interval '1 microsecond')
+			ON CONFLICT (holder) DO UPDATE SET alive_until = excluded.alive_until
+		), n AS (
+			UPDATE cluster_names SET alive_until = statement_timestamp() + $2::bigint * interval '1 microsecond'
+			WHERE name = $3 AND holder = $1
+			RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM n)`, l.holder, micros(l.ttl), l.name).Scan(&named)
+	if err == nil && !named {
+		err = errNameLost
+	}
 	return err
 }
 
@@ -228,6 +315,9 @@ func (l *Limits) reap(ctx context.Context) (int, error) {
 	if _, err := l.pool.Exec(ctx, `DELETE FROM cluster_rate WHERE full_at < statement_timestamp()`); err != nil {
 		return n, err
 	}
+	if _, err := l.pool.Exec(ctx, `DELETE FROM cluster_names WHERE alive_until < statement_timestamp()`); err != nil {
+		return n, err
+	}
 	_, err = l.pool.Exec(ctx, `DELETE FROM cluster_quota q WHERE held = 0
 		AND NOT EXISTS (SELECT 1 FROM cluster_quota_held h WHERE h.quota = q.quota AND h.key = q.key AND h.n > 0)`)
 	return n, err
@@ -246,7 +336,10 @@ func (l *Limits) heartbeat() {
 			return
 		case <-beat.C:
 			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-			if err := l.beat(ctx); err != nil {
+			switch err := l.beat(ctx); {
+			case errors.Is(err, errNameLost):
+				l.log.Error("cluster: another replica now has this replica's name: two replicas share it (restart this one)", "replica", l.name)
+			case err != nil:
 				l.log.Error("cluster: cannot renew this replica's heartbeat; its quota slots will be given back by its peers", "err", err)
 			}
 			cancel()
@@ -337,14 +430,15 @@ func (l *Limits) Take(ctx context.Context, key string, perSecond float64, burst 
 	return false, wait, nil
 }
 
-// Close stops the heartbeat and gives back this replica's slots (a replica that shuts down
-// holds none any more), then closes the connections. It is idempotent.
+// Close stops the heartbeat and gives back this replica's name and slots (a replica that shuts
+// down holds none any more), then closes the connections. It is idempotent.
 func (l *Limits) Close() error {
 	l.once.Do(func() {
 		close(l.quit)
 		<-l.done
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		_, _ = l.pool.Exec(ctx, `UPDATE cluster_names SET alive_until = '-infinity' WHERE name = $1 AND holder = $2`, l.name, l.holder)
 		if _, err := l.pool.Exec(ctx, `UPDATE cluster_replicas SET alive_until = '-infinity' WHERE holder = $1`, l.holder); err == nil {
 			_, _ = l.reap(ctx)
 		}

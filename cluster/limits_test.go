@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -191,5 +193,51 @@ func TestOwnershipInPostgres(t *testing.T) {
 	}
 	if _, ok, _ := oa.Hold(t.Context(), alice); ok {
 		t.Error("a took alice back while b held her")
+	}
+}
+
+// Two live replicas never share a name: OpenLimits refuses the name of a live replica (it
+// sees its heartbeat renewed), and gives it to the next replica once that one has closed, or
+// once its heartbeat expired after it died.
+func TestLimitsReplicaNameIsUnique(t *testing.T) {
+	t.Parallel()
+	dsn := clustertest.Postgres(t)
+	const ttl = 900 * time.Millisecond
+	first := openLimits(t, dsn, "r1", ttl)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if l, err := OpenLimits(ctx, dsn, &LimitsOptions{Replica: "r1", TTL: ttl, Logger: quiet}); !errors.Is(err, ErrReplicaNameInUse) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("OpenLimits(r1) while r1 lives = %v, want ErrReplicaNameInUse", err)
+	}
+	other := openLimits(t, dsn, "r2", ttl) // other names are free
+
+	// A graceful stop gives the name back at once: no waiting for the heartbeat.
+	first.Close()
+	start := time.Now()
+	second := openLimits(t, dsn, "r1", ttl)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("taking the name of a replica that closed took %v", took)
+	}
+	if l, err := OpenLimits(ctx, dsn, &LimitsOptions{Replica: "r1", TTL: ttl, Logger: quiet}); !errors.Is(err, ErrReplicaNameInUse) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("OpenLimits(r1) while the second r1 lives = %v, want ErrReplicaNameInUse", err)
+	}
+
+	// other dies (no more heartbeats, no goodbye): its name is taken once its heartbeat expired.
+	close(other.quit)
+	<-other.done
+	other.pool.Close()
+	other.once.Do(func() {})
+	third := openLimits(t, dsn, "r2", ttl)
+	if err := third.beat(t.Context()); err != nil {
+		t.Errorf("the heartbeat of the replica that took a dead one's name: %v", err)
+	}
+	if err := second.beat(t.Context()); err != nil {
+		t.Errorf("the heartbeat of r1: %v", err)
 	}
 }

@@ -797,3 +797,31 @@ func TestClusterRuntimeAgent(t *testing.T) {
 		t.Errorf("n1 after n2 learned a color: %q, want blue", got)
 	}
 }
+
+// A second replica started with the -replica name of a live one is refused, saying why; once
+// that replica has stopped, its name is free for the next.
+func TestClusterRefusesADuplicateReplicaName(t *testing.T) {
+	env := newClusterEnv(t)
+	first := env.start(t, "r1")
+	dup := exec.Command(env.bin, "serve", "-addr", freeAddr(t), "-db", env.db, "-agent", "builtin", "-no-push",
+		"-cluster", env.nats, "-cluster-stream", env.stream, "-replica", "r1", "-lease", "1s", "-log-level", "warn")
+	var out lockedBuffer
+	dup.Stdout, dup.Stderr = &out, &out
+	if err := dup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- dup.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(out.String(), "-replica") || !strings.Contains(out.String(), "in use by another live replica") {
+			t.Errorf("serve -replica r1 while r1 runs exited with %v, saying:\n%s\nwant an error about -replica's name being in use", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		dup.Process.Kill()
+		<-exited
+		t.Fatalf("serve -replica r1 while r1 runs still runs after a minute; it said:\n%s", out.String())
+	}
+	first.stop()
+	env.start(t, "r1") // fails the test unless it becomes ready
+}

@@ -125,6 +125,10 @@ func (c *clusterConfig) open(ctx context.Context, db string, log *slog.Logger) (
 		return clusterParts{}, nil, fmt.Errorf("-cluster: %w", err)
 	}
 	limits, err := cluster.OpenLimits(ctx, db, &cluster.LimitsOptions{Replica: name, TTL: c.lease, Logger: log})
+	if errors.Is(err, cluster.ErrReplicaNameInUse) {
+		_ = f.Close()
+		return clusterParts{}, nil, fmt.Errorf("-replica: %w", err)
+	}
 	if err != nil {
 		_ = f.Close()
 		return clusterParts{}, nil, fmt.Errorf("-cluster: quotas and rate limits: %w", err)
