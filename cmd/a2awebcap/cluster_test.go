@@ -563,8 +563,11 @@ func TestClusterThreeReplicas(t *testing.T) {
 }
 
 // readyState is what /readyz of the replica at addr answers: its status and body.
-func readyState(addr string) (int, string) {
-	resp, err := http.Get("http://" + addr + "/readyz")
+func readyState(addr string) (int, string) { return probe(addr, "/readyz") }
+
+// probe is what GET path at addr answers: its status and body (0 and the error when none).
+func probe(addr, path string) (int, string) {
+	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -193,7 +193,7 @@ Flags (each can also be set by the environment variable shown):
 	fs.StringVar(&c.capnwebJS, "capnweb-js", envOr("A2AWEBCAP_CAPNWEB_JS", ""), "serve this `file` as the capnweb ES module the web page at /web/ loads; empty: the copy of npm capnweb@"+web.CapnwebVersion+" built into the binary (A2AWEBCAP_CAPNWEB_JS)")
 	fs.StringVar(&c.cardKey, "card-key", envOr("A2AWEBCAP_CARD_KEY", ""), "sign the agent card with this PEM private key `file` (EC P-256, Ed25519 or RSA) and publish its public key at "+cardJWKSPath+"; needs -base-url (A2AWEBCAP_CARD_KEY)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 0, "requests per second each principal (each IP address, for anonymous callers) may make, in bursts of twice that; 0: no limit")
-	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish (no new task starts meanwhile); what still runs then is marked failed, or in a cluster handed over to another replica")
+	fs.DurationVar(&c.drain, "drain", 10*time.Second, "on shutdown, how long running tasks and open streams get to finish (new requests are answered 503, gRPC UNAVAILABLE, meanwhile); what still runs then is marked failed, or in a cluster handed over to another replica")
 	fs.BoolVar(&c.noPush, "no-push", false, "do not offer push notifications (the card says pushNotifications: false)")
 	c.push.flags(fs)
 	fs.BoolVar(&c.serve03, "serve-0.3", serve03, "also serve A2A 0.3 clients (through a2a-go's compatibility layer) on the same endpoints, 0.3 HTTP+JSON under /a2a/rest/v1, and list the 0.3 interfaces on the card (A2AWEBCAP_SERVE_03=true)")
@@ -465,7 +465,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		mux.Handle("/registry/", regHandler)
 	}
 	serveWeb(mux, c.capnwebJS, multi != nil, log)
-	srv := c.limits.httpServer(auth.Middleware(mux), guard)
+	var gate drainGate
+	srv := c.limits.httpServer(gate.wrap(auth.Middleware(mux)), guard)
 	// Shutdown does not close hijacked (WebSocket) connections: the capnweb binding does.
 	srv.RegisterOnShutdown(func() { _ = a2aHTTP.(io.Closer).Close() })
 
@@ -482,8 +483,8 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 		}
 		gln = guard.Listen(gln)
 		gopts := &binding.GRPCOptions{Card: card, Serve03: c.serve03, Authenticate: authenticate, RateLimit: rateLimit, Quotas: quotas,
-			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, Memory: memory, ServerOptions: c.limits.grpcOptions(),
-			Telemetry: ob.obs}
+			LoginThrottle: loginThrottle, Sessions: sessions, Operator: operator, Memory: memory,
+			ServerOptions: append(gate.grpcOptions(), c.limits.grpcOptions()...), Telemetry: ob.obs}
 		if tlsCfg != nil {
 			gopts.ServerOptions = append(gopts.ServerOptions, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		}
@@ -506,14 +507,17 @@ func run(ctx context.Context, c serveConfig, log *slog.Logger) error {
 	log.Info("shutting down", "drain", c.drain)
 	sctx, cancel := context.WithTimeout(context.Background(), c.drain)
 	defer cancel()
-	// New connections are refused at once, and new tasks; the running tasks get the drain
-	// time to finish, their streams with them. What still runs then the engine stops: marks it
-	// failed, or in a cluster hands it over to a peer (engine.Close).
-	shutdown := make(chan error, 1)
-	go func() { shutdown <- srv.Shutdown(sctx) }()
+	// New requests are refused at once (503, gRPC UNAVAILABLE; /readyz: draining), and new
+	// tasks; the running tasks get the drain time to finish, their streams with them. Then the
+	// listeners close, and the streams still open get what is left of the drain time. What
+	// still runs then the engine stops: marks it failed, or in a cluster hands it over to a
+	// peer (engine.Close).
+	gate.start()
 	if err := eng.Drain(sctx); err != nil {
 		log.Warn("tasks still running at the end of the drain time are stopped", "err", err)
 	}
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(sctx) }()
 	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer ccancel()
 	if err := eng.Close(cctx); err != nil {
