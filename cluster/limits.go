@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2awebcap/a2awebcap/binding"
+	"github.com/a2awebcap/a2awebcap/internal/pgutil"
 )
 
 // LimitsOptions configure OpenLimits. The zero value (or nil) is the default for each field.
@@ -144,21 +145,11 @@ func OpenLimits(ctx context.Context, dsn string, opts *LimitsOptions) (*Limits, 
 	if o.Replica == "" {
 		o.Replica = "replica"
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := pgutil.Open(ctx, dsn, o.Schema, o.MaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: limits: %w", err)
 	}
-	if o.MaxConns > 0 {
-		cfg.MaxConns = o.MaxConns
-	}
-	if o.Schema != "" {
-		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: limits: %w", err)
-	}
-	if err := migrateLimits(ctx, pool, o.Schema); err != nil {
+	if err := limitsSchema.Apply(ctx, pool, o.Schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("cluster: limits: %w", err)
 	}
@@ -179,46 +170,8 @@ func OpenLimits(ctx context.Context, dsn string, opts *LimitsOptions) (*Limits, 
 	return l, nil
 }
 
-func migrateLimits(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "a2awebcap/cluster:"+schema); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-		if schema != "" {
-			ident := pgx.Identifier{schema}.Sanitize()
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident+`; SET LOCAL search_path TO `+ident); err != nil {
-				return fmt.Errorf("migrate: schema %s: %w", schema, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS cluster_schema_version (version integer NOT NULL)`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var version int
-		err := tx.QueryRow(ctx, `SELECT version FROM cluster_schema_version`).Scan(&version)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			if _, err := tx.Exec(ctx, `INSERT INTO cluster_schema_version (version) VALUES (0)`); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		case err != nil:
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if version > len(limitsMigrations) {
-			return fmt.Errorf("migrate: the database has cluster schema version %d, newer than this program's %d", version, len(limitsMigrations))
-		}
-		for v := version; v < len(limitsMigrations); v++ {
-			if _, err := tx.Exec(ctx, limitsMigrations[v]); err != nil {
-				return fmt.Errorf("migrate to cluster schema version %d: %w", v+1, err)
-			}
-		}
-		if version < len(limitsMigrations) {
-			if _, err := tx.Exec(ctx, `UPDATE cluster_schema_version SET version = $1`, len(limitsMigrations)); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		}
-		return nil
-	})
-}
+// limitsSchema is the tables of Limits (cluster_*).
+var limitsSchema = &pgutil.Migrations{Name: "cluster", Table: "cluster_schema_version", Steps: limitsMigrations}
 
 // interval is d as SQL microseconds, for "… * interval '1 microsecond'".
 func micros(d time.Duration) int64 { return max(d.Microseconds(), 1) }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/a2awebcap/a2awebcap/agent"
 	"github.com/a2awebcap/a2awebcap/agent/capability"
+	"github.com/a2awebcap/a2awebcap/internal/pgutil"
 	"github.com/a2awebcap/a2awebcap/x402"
 )
 
@@ -156,67 +157,25 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := pgutil.Open(ctx, dsn, o.Schema, o.MaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
-	if o.MaxConns > 0 {
-		cfg.MaxConns = o.MaxConns
-	}
-	if o.Schema != "" {
-		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: open: %w", err)
-	}
-	if err := migrate(ctx, pool, o.Schema); err != nil {
+	if err := schema.Apply(ctx, pool, o.Schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
 	return &Store{pool: pool}, nil
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "a2awebcap/agent:"+schema); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
+// schema is the store's tables (agent_*).
+var schema = &pgutil.Migrations{Name: "agent", Table: "agent_schema_version", Steps: migrations,
+	After: func(ctx context.Context, tx pgx.Tx, v int) error {
+		if v == 3 {
+			return backfillTerms(ctx, tx)
 		}
-		if schema != "" {
-			ident := pgx.Identifier{schema}.Sanitize()
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident+`; SET LOCAL search_path TO `+ident); err != nil {
-				return fmt.Errorf("migrate: schema %s: %w", schema, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS agent_schema_version (version integer NOT NULL)`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var version int
-		switch err := tx.QueryRow(ctx, `SELECT version FROM agent_schema_version`).Scan(&version); {
-		case errors.Is(err, pgx.ErrNoRows):
-			if _, err := tx.Exec(ctx, `INSERT INTO agent_schema_version (version) VALUES (0)`); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		case err != nil:
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if version > len(migrations) {
-			return fmt.Errorf("migrate: the database has agent schema version %d, newer than this program's %d", version, len(migrations))
-		}
-		for v := version; v < len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-				return fmt.Errorf("migrate to agent schema version %d: %w", v+1, err)
-			}
-			if v+1 == 3 {
-				if err := backfillTerms(ctx, tx); err != nil {
-					return fmt.Errorf("migrate to agent schema version 3: %w", err)
-				}
-			}
-		}
-		_, err := tx.Exec(ctx, `UPDATE agent_schema_version SET version = $1`, len(migrations))
-		return err
-	})
-}
+		return nil
+	}}
 
 // backfillTerms indexes the observations already in the logs.
 func backfillTerms(ctx context.Context, tx pgx.Tx) error {

@@ -36,6 +36,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/a2awebcap/a2awebcap/internal/pgutil"
 	"github.com/a2awebcap/a2awebcap/store"
 	"github.com/a2awebcap/a2awebcap/store/internal/codec"
 )
@@ -65,21 +66,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := pgutil.Open(ctx, dsn, o.Schema, o.MaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	if o.MaxConns > 0 {
-		cfg.MaxConns = o.MaxConns
-	}
-	if o.Schema != "" {
-		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: open: %w", err)
-	}
-	if err := migrate(ctx, pool, o.Schema); err != nil {
+	if err := schema.Apply(ctx, pool, o.Schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}

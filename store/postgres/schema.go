@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/a2awebcap/a2awebcap/internal/pgutil"
 	"github.com/a2awebcap/a2awebcap/store/internal/codec"
 )
 
@@ -151,50 +149,12 @@ func backfillDest(ctx context.Context, tx pgx.Tx) error {
 // SchemaVersion is the version of the schema this package creates and reads.
 var SchemaVersion = len(migrations)
 
-// migrate brings the schema up to SchemaVersion in one transaction, under an advisory lock
-// named after the schema so that replicas starting together migrate once.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "a2awebcap/store:"+schema); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-		if schema != "" {
-			ident := pgx.Identifier{schema}.Sanitize()
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident+`; SET LOCAL search_path TO `+ident); err != nil {
-				return fmt.Errorf("migrate: schema %s: %w", schema, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var version int
-		err := tx.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&version)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		case err != nil:
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if version > SchemaVersion {
-			return fmt.Errorf("migrate: the database has schema version %d, newer than this program's %d", version, SchemaVersion)
-		}
-		for v := version; v < SchemaVersion; v++ {
-			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
-			}
-			if fill := backfills[v+1]; fill != nil {
-				if err := fill(ctx, tx); err != nil {
-					return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
-				}
-			}
-		}
-		if version < SchemaVersion {
-			if _, err := tx.Exec(ctx, `UPDATE schema_version SET version = $1`, SchemaVersion); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
+// schema is the store's tables: migrated in one transaction, under an advisory lock named after
+// the schema, so that replicas starting together migrate once.
+var schema = &pgutil.Migrations{Table: "schema_version", Steps: migrations,
+	After: func(ctx context.Context, tx pgx.Tx, v int) error {
+		if fill := backfills[v]; fill != nil {
+			return fill(ctx, tx)
 		}
 		return nil
-	})
-}
+	}}
