@@ -167,6 +167,36 @@ func TestOwnershipLostLeaseStopsTheInstance(t *testing.T) {
 	}
 }
 
+// asker is an agent whose tool "rm" asks the user (AskUser) before it deletes: "delete X"
+// parks its turn on the question.
+func asker() *agent.Definition {
+	approve := func(ctx context.Context, in string) (string, error) {
+		ans, err := agent.AskUser(ctx, "May I delete "+in+"?")
+		if err != nil {
+			return "", err
+		}
+		return "deleted " + in + " (" + ans + ")", nil
+	}
+	return &agent.Definition{Name: "helper", Tools: map[string]agent.Tool{"rm": approve}, Policy: &agent.Policy{Rules: []agent.Rule{
+		{Name: "delete", When: `command == "delete"`, Action: agent.CallTool, Params: map[string]string{"tool": `"rm"`, "input": `args`}, Reason: "r"},
+		{Name: "done", When: `kind == "tool-result"`, Action: agent.Reply, Params: map[string]string{"text": `text`}, Reason: "r"},
+	}}}
+}
+
+// sender sends texts to in, on task t1 of session s.
+func sender(t *testing.T, in *agent.Agent) func(text string) agent.Run {
+	return func(text string) agent.Run {
+		t.Helper()
+		ev := agent.UserText(text)
+		ev.Context = agent.Context{Task: "t1", Session: "s"}
+		run, err := in.Ask(t.Context(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+}
+
 // A turn parked on a question (AskUser) keeps its instance on its replica, its lease renewed,
 // until the answer comes: meanwhile another replica cannot take the instance (the answer must
 // reach the replica that asked); once the answered turn has committed, it can.
@@ -177,32 +207,10 @@ func TestOwnershipKeepsAParkedTurn(t *testing.T) {
 	// One-second leases, renewed every 333 ms: a renewal late by half a second on a loaded
 	// machine is no takeover, and the wait below still outlasts a lease.
 	const ttl = time.Second
-	approve := func(ctx context.Context, in string) (string, error) {
-		ans, err := agent.AskUser(ctx, "May I delete "+in+"?")
-		if err != nil {
-			return "", err
-		}
-		return "deleted " + in + " (" + ans + ")", nil
-	}
-	def := func() *agent.Definition {
-		return &agent.Definition{Name: "helper", Tools: map[string]agent.Tool{"rm": approve}, Policy: &agent.Policy{Rules: []agent.Rule{
-			{Name: "delete", When: `command == "delete"`, Action: agent.CallTool, Params: map[string]string{"tool": `"rm"`, "input": `args`}, Reason: "r"},
-			{Name: "done", When: `kind == "tool-result"`, Action: agent.Reply, Params: map[string]string{"text": `text`}, Reason: "r"},
-		}}}
-	}
-	a := newHost(t, def(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "a", ttl: ttl}})
-	b := newHost(t, def(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "b", ttl: ttl}})
+	a := newHost(t, asker(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "a", ttl: ttl}})
+	b := newHost(t, asker(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "b", ttl: ttl}})
 	alice := agent.Principal{Tenant: "acme", Name: "alice"}
-	onA := instance(t, a, "alice")
-	send := func(text string) agent.Run {
-		ev := agent.UserText(text)
-		ev.Context = agent.Context{Task: "t1", Session: "s"}
-		run, err := onA.Ask(t.Context(), ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return run
-	}
+	send := sender(t, instance(t, a, "alice"))
 	if run := send("delete notes.txt"); run.Question != "May I delete notes.txt?" {
 		t.Fatalf("the parked turn: %+v", run)
 	}
@@ -219,5 +227,43 @@ func TestOwnershipKeepsAParkedTurn(t *testing.T) {
 	defer cancel()
 	if _, err := b.Instance(ctx, alice); err != nil {
 		t.Errorf("b takes alice's instance once the parked turn was answered: %v", err)
+	}
+}
+
+// A parked turn whose question expires (HostOptions.ParkTimeout) without an answer lets go of
+// its instance: its turn ends, and another replica takes the instance, though this one goes on
+// renewing the leases it holds.
+func TestOwnershipParkedTurnExpiryLetsGo(t *testing.T) {
+	t.Parallel()
+	st := agent.NewMemoryStore()
+	l := &leases{}
+	const ttl, park = time.Second, 4 * time.Second
+	a := newHost(t, asker(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "a", ttl: ttl}, ParkTimeout: park})
+	b := newHost(t, asker(), &agent.HostOptions{Store: st, Ownership: &owner{l: l, name: "b", ttl: ttl}})
+	alice := agent.Principal{Tenant: "acme", Name: "alice"}
+	key := agent.Key{Agent: "helper", Principal: alice}
+	parkedAt := time.Now()
+	if run := sender(t, instance(t, a, "alice"))("delete notes.txt"); run.Question != "May I delete notes.txt?" {
+		t.Fatalf("the parked turn: %+v", run)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Instance(ctx, alice); !errors.Is(err, agent.ErrBusy) && time.Since(parkedAt) < park {
+		t.Fatalf("b takes alice's instance while a's turn is parked: %v, want ErrBusy", err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := b.Instance(ctx, alice); err != nil {
+		t.Fatalf("b takes alice's instance after a's question expired: %v", err)
+	}
+	if waited := time.Since(parkedAt); waited < park {
+		t.Errorf("b took alice's instance %v after a's turn parked, before its question expired (%v)", waited, park)
+	}
+	turns, err := st.Turns(t.Context(), key, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 1 || turns[0].Ended.IsZero() || turns[0].Latency < park {
+		t.Errorf("a's turns: %+v, want the parked one, ended when its question expired", turns)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os/exec"
@@ -827,4 +828,75 @@ func TestClusterRefusesADuplicateReplicaName(t *testing.T) {
 	}
 	first.stop()
 	env.start(t, "r1") // fails the test unless it becomes ready
+}
+
+// A killed replica's tasks are taken over by a survivor within the documented bound: the
+// lease (at most, since the victim's last renewal), then the next recovery round (every half
+// lease): 1.5 × -lease. The assertion allows two recovery rounds and seconds of slack on top,
+// for a loaded machine; the times measured are logged (docs/cluster.md quotes them).
+func TestClusterTakeoverTime(t *testing.T) {
+	env := newClusterEnv(t)
+	const (
+		lease  = 3 * time.Second
+		bound  = lease + 2*(lease/2) + 3*time.Second // 1.5 × lease is the claim
+		rounds = 3
+		tasks  = 5
+	)
+	flags := []string{"-lease", lease.String()}
+	survivor := env.start(t, "survivor", flags...)
+	st, err := postgres.Open(t.Context(), env.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var took []time.Duration
+	for round := range rounds {
+		victim := env.start(t, fmt.Sprint("victim", round), flags...)
+		c, err := client.New(t.Context(), "http://"+victim.addr, &client.Options{Binding: "jsonrpc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []a2a.TaskID
+		for range tasks {
+			res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("wait 60")),
+				Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.(*a2a.Task).ID)
+		}
+		c.Destroy()
+		// The kill comes at any point of the victim's renewal cycle (every third of -lease).
+		time.Sleep(rand.N(lease))
+		victim.kill()
+		killedAt := time.Now()
+		pending := slices.Clone(ids)
+		for len(pending) > 0 {
+			if time.Since(killedAt) > time.Minute {
+				t.Fatalf("round %d: %d tasks of the killed replica not taken over after a minute", round, len(pending))
+			}
+			pending = slices.DeleteFunc(pending, func(id a2a.TaskID) bool {
+				rec, err := st.Get(t.Context(), store.Owner{}, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Lease.Holder != survivor.name {
+					return false
+				}
+				took = append(took, time.Since(killedAt))
+				if s := rec.Task.Status.State; s != a2a.TaskStateWorking && s != a2a.TaskStateSubmitted {
+					t.Errorf("round %d: task %s taken over is %s, want resumed (the built-in wait resumes)", round, id, s)
+				}
+				return true
+			})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("takeover after SIGKILL with -lease %v, %d tasks: min %v, median %v, max %v = %.2f × lease",
+		lease, len(took), took[0].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond),
+		took[len(took)-1].Seconds()/lease.Seconds())
+	if worst := took[len(took)-1]; worst > bound {
+		t.Errorf("a task was taken over %v after its replica was killed, want within %v (-lease %v)", worst, bound, lease)
+	}
 }
