@@ -285,12 +285,17 @@ func (tr *trail) take(seq func(func(a2a.Event, error) bool), mid func()) bool {
 	return true
 }
 
-// follow streams "wait 2" through c, and, whenever the stream breaks, resubscribes through c
+// followSeconds is how long each followed task waits: long enough that, on a loaded CI machine,
+// the first of 50 tasks is still running when the last has started (at 2 s, 46 of 50 once
+// finished before the kill).
+const followSeconds = 4
+
+// follow streams "wait followSeconds" through c, and, whenever the stream breaks, resubscribes through c
 // with the last event id it has, until the task is finished. mid is called at the first
 // working status.
 func follow(ctx context.Context, c *client.Client, binding string, mid func()) *trail {
 	tr := &trail{binding: binding}
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("wait 2"))
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(fmt.Sprint("wait ", followSeconds)))
 	tr.take(c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}), mid)
 	for attempt := 0; !tr.done() && tr.id != "" && ctx.Err() == nil; attempt++ {
 		if attempt > 0 {
@@ -302,7 +307,7 @@ func follow(ctx context.Context, c *client.Client, binding string, mid func()) *
 	return tr
 }
 
-// check says what is wrong with what a client saw of a "wait 2" task: every event of its log
+// check says what is wrong with what a client saw of a "wait followSeconds" task: every event of its log
 // once, in order, and the whole of the agent's work, each second once, to completion.
 func (tr *trail) check() error {
 	if tr.id == "" {
@@ -324,7 +329,11 @@ func (tr *trail) check() error {
 			texts = append(texts, "artifact")
 		}
 	}
-	want := []string{"Waiting 2 seconds.", "1/2 seconds elapsed.", "2/2 seconds elapsed.", "artifact", "Done: waited 2 seconds."}
+	want := []string{fmt.Sprintf("Waiting %d seconds.", followSeconds)}
+	for i := 1; i <= followSeconds; i++ {
+		want = append(want, fmt.Sprintf("%d/%d seconds elapsed.", i, followSeconds))
+	}
+	want = append(want, "artifact", fmt.Sprintf("Done: waited %d seconds.", followSeconds))
 	if !slices.Equal(texts, want) {
 		return fmt.Errorf("%s task %s: saw %q, want %q (errors %v)", tr.binding, tr.id, texts, want, tr.errs)
 	}
