@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/a2awebcap/a2awebcap/capnweb"
@@ -141,15 +142,7 @@ func TestCapnwebLastEventIDQuery(t *testing.T) {
 func TestCapnwebPushSubscriptionNeedsWebSocket(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, serverConfig{engine: true})
-	c := ts.client(t, a2a.TransportProtocolJSONRPC)
-	req := userMessage("wait:" + t.Name())
-	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
-	res, err := c.SendMessage(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ts.exec.release(t.Name())
-	id := string(res.(*a2a.Task).ID)
+	id := string(waitingTask(t, ts, ts.client(t, a2a.TransportProtocolJSONRPC)))
 	sessions := ts.capnwebSessions(t, "", nil)
 	callback := func(map[string]any) {}
 	if got := callReason(t, sessions["batch"].Main().Call("subscribeToPushNotifications", id, callback)); got != "UNSUPPORTED_OPERATION" {
@@ -261,14 +254,7 @@ func TestCapnwebPushSubscriptionToEndedTask(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, serverConfig{engine: true})
 	c := ts.client(t, a2a.TransportProtocolJSONRPC)
-	req := userMessage("wait:" + t.Name())
-	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
-	res, err := c.SendMessage(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ts.exec.release(t.Name())
-	id := res.(*a2a.Task).ID
+	id := waitingTask(t, ts, c)
 	if _, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: id}); err != nil {
 		t.Fatal(err)
 	}
@@ -293,4 +279,17 @@ func TestCapnwebPushSubscriptionToEndedTask(t *testing.T) {
 		t.Errorf("a second event after the final state: %v", ev)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// waitingTask starts, through c, a task that waits until the test ends.
+func waitingTask(t *testing.T, ts *testServer, c *a2aclient.Client) a2a.TaskID {
+	t.Helper()
+	req := userMessage("wait:" + t.Name())
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	res, err := c.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.exec.release(t.Name()) })
+	return res.(*a2a.Task).ID
 }
