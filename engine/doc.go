@@ -26,7 +26,9 @@
 //     URLs and is woken to send them.
 //   - The 1.0 semantics of each operation: blocking sends by default and returnImmediately,
 //     historyLength everywhere, resuming input-required tasks with a follow-up message, cancel,
-//     ListTasks with every filter and cursor pagination.
+//     ListTasks with every filter and cursor pagination. An executor that implements Waker
+//     may also have a task it left input-required run again without a message (the agent
+//     runtime's question that expired, or was decided another way).
 //   - Input checked before anything runs: every identifier of a request (task, context,
 //     message, reference and push config IDs, the tenant, the principal) must be UTF-8 without
 //     NUL and at most MaxIDBytes long, else INVALID_PARAMS, on every store alike. A store

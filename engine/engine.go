@@ -139,6 +139,9 @@ func New(exec a2asrv.AgentExecutor, st store.Store, opts *Options) *Engine {
 		e.cl = newCluster(e.opts.Cluster)
 		e.startCluster()
 	}
+	if w, ok := exec.(Waker); ok {
+		w.SetWake(e.wake)
+	}
 	return e
 }
 

@@ -100,6 +100,15 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 		return nil, owner, 0, fmt.Errorf("%w: message contextId does not match the task's", a2a.ErrInvalidParams)
 	}
 	msg.ContextID = rec.Task.ContextID
+	execCtx.Message = &msg
+	return e.proceed(ctx, req, owner, rec, execCtx)
+}
+
+// proceed resumes the interrupted task rec for execCtx: with its message (a follow-up, which it
+// adds to the task's history; req's inline push config is stored first), or without one (Waker:
+// the executor goes on by itself). It writes the task working, then starts the run. The caller
+// must release ts.
+func (e *Engine) proceed(ctx context.Context, req *a2a.SendMessageRequest, owner store.Owner, rec *store.Task, execCtx *a2asrv.ExecutorContext) (ts *taskState, _ store.Owner, after int64, err error) {
 	ts = e.state(rec.Task.ID)
 	ts.mu.Lock()
 	if ts.run != nil {
@@ -125,7 +134,9 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	}
 	next := cloneRec(rec)
 	// The user's message is always recorded, even when a client reuses a message ID.
-	next.Task.History = append(next.Task.History, &msg)
+	if execCtx.Message != nil {
+		next.Task.History = append(next.Task.History, execCtx.Message)
+	}
 	// The executor sees the task as the message found it: its state says what it was waiting
 	// for (executors written for a2a-go look for input-required there).
 	stored := cloneTask(next.Task)
@@ -153,7 +164,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 		}
 		return nil, owner, 0, e.storeErr(err)
 	}
-	execCtx.Message, execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = &msg, rec.Task.ID, rec.Task.ContextID, stored
+	execCtx.TaskID, execCtx.ContextID, execCtx.StoredTask = rec.Task.ID, rec.Task.ContextID, stored
 	ts.mu.Lock()
 	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
 	e.startRunLocked(ts, execCtx, nil, next, nil, trace.SpanContextFromContext(ctx))
@@ -163,7 +174,7 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 
 // inlinePushConfig returns the push config sent with a message (nil if none), for task id.
 func inlinePushConfig(req *a2a.SendMessageRequest, id a2a.TaskID) []*a2a.PushConfig {
-	if req.Config == nil || req.Config.PushConfig == nil {
+	if req == nil || req.Config == nil || req.Config.PushConfig == nil {
 		return nil
 	}
 	cfg := *req.Config.PushConfig

@@ -156,7 +156,22 @@ type router struct {
 	exec map[string]a2asrv.AgentExecutor
 }
 
-var _ engine.Recoverer = (*router)(nil)
+var (
+	_ engine.Recoverer = (*router)(nil)
+	_ engine.Waker     = (*router)(nil)
+)
+
+// SetWake implements engine.Waker: each agent's executor that can be woken wakes its tasks
+// under their scoped tenant. (A priced agent's, behind its x402.Merchant, is not woken.)
+func (x *router) SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error) {
+	for name, e := range x.exec {
+		if w, ok := e.(engine.Waker); ok {
+			w.SetWake(func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error {
+				return wake(ctx, scope(name, tenant), user, task)
+			})
+		}
+	}
+}
 
 // route returns the executor an execution's tenant names and the context the agent sees.
 func (x *router) route(ec *a2asrv.ExecutorContext) (a2asrv.AgentExecutor, *a2asrv.ExecutorContext, error) {
