@@ -120,6 +120,9 @@ func (s *Set) askLocked(want Pending) error {
 	p := &want
 	s.pending = append(s.pending, p)
 	if len(s.pending) > s.maxPending {
+		for _, x := range s.pending[:len(s.pending)-s.maxPending] {
+			s.wakeLocked(x.ID)
+		}
 		s.pending = slices.Delete(s.pending, 0, len(s.pending)-s.maxPending)
 	}
 	return &ApprovalRequired{Pending: p.clone()}
@@ -162,6 +165,36 @@ func (s *Set) Pending() []Pending {
 		}
 	}
 	return out
+}
+
+// Decided returns a channel closed once the approval id is no longer waiting: decided, by any
+// path (Decide: the turn that asked, another task's /capability approve, a capnweb client),
+// or dropped. It is closed already when id waits for nothing.
+func (s *Set) Decided(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.decided[id]
+	if ch == nil {
+		ch = make(chan struct{})
+		i := slices.IndexFunc(s.pending, func(p *Pending) bool { return p.ID == id })
+		if i < 0 || s.pending[i].Status != PendingWaiting {
+			close(ch)
+			return ch
+		}
+		if s.decided == nil {
+			s.decided = map[string]chan struct{}{}
+		}
+		s.decided[id] = ch
+	}
+	return ch
+}
+
+// wakeLocked ends the waits for the approval id (Decided). Caller holds s.mu.
+func (s *Set) wakeLocked(id string) {
+	if ch := s.decided[id]; ch != nil {
+		close(ch)
+		delete(s.decided, id)
+	}
 }
 
 // Decision is the user's answer to a pending approval.
@@ -209,6 +242,7 @@ func (s *Set) Decide(ctx context.Context, id string, d Decision) error {
 			}
 		}
 		p = x.clone()
+		s.wakeLocked(x.ID)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -250,9 +284,12 @@ const maxDecisions = 3
 
 // CallAsking is Call, except that when the call needs the user's decision and ctx carries an
 // Asker (WithAsker), it asks, records the answer (Decide) and makes the same call again with
-// it: approved, the call runs once; refused, it fails with ErrDenied. At most three decisions
-// are asked for one call. An error of the Asker fails the call, wrapping its *ApprovalRequired
-// and that error. Without an Asker it is Call.
+// it: approved, the call runs once; refused, it fails with ErrDenied. A decision made another
+// way while the Asker waits (Decide by any path: the approval's ID named by another task's
+// command, or a capnweb client) ends the wait at once — the Asker's context ends with cause
+// ErrDecided — and the call is made again with that decision, recorded in ctx's observations
+// too. At most three decisions are asked for one call. Another error of the Asker fails the
+// call, wrapping its *ApprovalRequired and that error. Without an Asker it is Call.
 func (s *Set) CallAsking(ctx context.Context, req Request) (json.RawMessage, error) {
 	out, err := s.Call(ctx, req)
 	ask := AskerFrom(ctx)
@@ -264,15 +301,66 @@ func (s *Set) CallAsking(ctx context.Context, req Request) (json.RawMessage, err
 		if !errors.As(err, &ar) {
 			break
 		}
-		d, aerr := ask(ctx, ar.Pending)
-		if aerr != nil {
+		d, elsewhere, aerr := s.ask(ctx, ask, ar.Pending)
+		switch {
+		case elsewhere:
+		case aerr != nil:
 			return nil, fmt.Errorf("%w, and it could not be asked: %w", err, aerr)
-		}
-		if derr := s.Decide(ctx, ar.Pending.ID, d); derr != nil {
-			return nil, derr
+		default:
+			if derr := s.Decide(ctx, ar.Pending.ID, d); errors.Is(derr, ErrDecided) {
+				s.observeDecision(ctx, ar.Pending.ID) // decided another way as the answer came
+			} else if derr != nil {
+				return nil, derr
+			}
 		}
 		req.Approval = ar.Pending.ID
 		out, err = s.Call(ctx, req)
 	}
 	return out, err
+}
+
+// ask puts p to the user through ask until they answer, or until p is decided another way
+// (elsewhere: the decision is then observed in ctx, and the call goes on with it).
+func (s *Set) ask(ctx context.Context, ask Asker, p Pending) (d Decision, elsewhere bool, err error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	decided, stop := s.Decided(p.ID), make(chan struct{})
+	done := make(chan struct{})
+	go func() { // owned by ask, which waits for it
+		defer close(done)
+		select {
+		case <-decided:
+			cancel(fmt.Errorf("%w: %s, another way", ErrDecided, p.ID))
+		case <-stop:
+		}
+	}()
+	d, err = ask(actx, p)
+	close(stop)
+	<-done
+	cancel(nil)
+	if err != nil && errors.Is(context.Cause(actx), ErrDecided) && ctx.Err() == nil {
+		s.observeDecision(ctx, p.ID)
+		return d, true, nil
+	}
+	return d, false, err
+}
+
+// observeDecision hands the decision on the approval id, made another way, to ctx's observer
+// (the turn that waited for it): the audit log has it already.
+func (s *Set) observeDecision(ctx context.Context, id string) {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.pending, func(p *Pending) bool { return p.ID == id })
+	var p Pending
+	if i >= 0 {
+		p = s.pending[i].clone()
+	}
+	s.mu.Unlock()
+	if i < 0 || p.Status == PendingWaiting || s.observe == nil {
+		return
+	}
+	out := OutcomeDenied
+	if p.Status == PendingApproved {
+		out = OutcomeApproved
+	}
+	s.observe(ctx, Record{Principal: s.principal, Time: p.Decided, Session: p.Session, Capability: p.Capability, Method: p.Method,
+		Args: recordArgs(p.Args), Origin: p.Origin, Outcome: out, Pending: p.ID, By: p.By, Reason: p.Reason, Strategy: p.Strategy})
 }

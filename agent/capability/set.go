@@ -89,7 +89,10 @@ type Set struct {
 	held        map[string]*grant
 	pending     []*Pending // oldest first
 	nextPending int64
-	closed      bool
+	// decided are closed when the approval of their ID is decided or dropped (Decided): the
+	// waits of CallAsking for the user's answer end with a decision made another way.
+	decided map[string]chan struct{}
+	closed  bool
 	// tools are the tools of held, by capability in name order, made once per change of held
 	// (a consult asks for them every step); nil when held changed since.
 	tools []capTools

@@ -223,3 +223,52 @@ func TestCloseEndsAWaitingRun(t *testing.T) {
 	}
 	<-closed
 }
+
+// A Starlark capability's call waiting for the user's decision goes on at once when the
+// approval is decided another way (Set.Decide: a capnweb client, another task's command), with
+// that decision, while the Asker still waits: its wait ends with ErrDecided.
+func TestStarlarkApprovalDecidedElsewhere(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, &sandbox.Options{Limits: sandbox.Limits{Time: 3 * time.Second}})
+	set := weatherAsking(t, p)
+	for _, tt := range []struct {
+		city    string
+		approve bool
+		want    string
+	}{
+		{"paris", true, `"fetched https://api.weather.test/paris"`},
+		{"oslo", false, "fetch.get: capability: refused by the user (p2): on the page"},
+	} {
+		asked := make(chan string, 1)
+		var waitErr error
+		ask := func(ctx context.Context, pd capability.Pending) (capability.Decision, error) {
+			asked <- pd.ID
+			select { // the user never answers here
+			case <-ctx.Done():
+				waitErr = context.Cause(ctx)
+				return capability.Decision{}, waitErr
+			case <-time.After(time.Minute):
+				return capability.Decision{}, errors.New("the wait was not ended")
+			}
+		}
+		done := make(chan error, 1)
+		go func() {
+			id := <-asked
+			done <- set.Decide(t.Context(), id, capability.Decision{Approve: tt.approve, By: "alice", Reason: "on the page"})
+		}()
+		out, err := set.Call(capability.WithAsker(t.Context(), ask), capability.Request{Capability: "weather", Method: "forecast",
+			Args: json.RawMessage(`{"city":"` + tt.city + `"}`), Session: "s1"})
+		if derr := <-done; derr != nil {
+			t.Fatalf("%s: Decide() = %v", tt.city, derr)
+		}
+		if !errors.Is(waitErr, capability.ErrDecided) {
+			t.Errorf("%s: the Asker's wait ended with %v, want ErrDecided", tt.city, waitErr)
+		}
+		switch {
+		case tt.approve && (err != nil || string(out) != tt.want):
+			t.Errorf("%s approved elsewhere: %s, %v; want %s", tt.city, out, err, tt.want)
+		case !tt.approve && (!errors.Is(err, capability.ErrDenied) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s refused elsewhere: error = %v, want %q", tt.city, err, tt.want)
+		}
+	}
+}
