@@ -130,8 +130,13 @@ type instance struct {
 	once    sync.Once
 	turns   sync.WaitGroup // the turns' goroutines
 
-	mu     sync.Mutex       // guards parked
+	mu     sync.Mutex       // guards parked and unparked
 	parked map[string]*turn // turns waiting for the user's answer, by task
+	// unparked says why the last tasks whose turn stopped waiting without an answer (park)
+	// wait no more, by task, for an answer that comes after (ErrNotWaiting); the oldest of
+	// more than maxUnparked are forgotten, in the order of unparkedOrder.
+	unparked      map[string]string
+	unparkedOrder []string
 
 	caps      *capability.Set // its capabilities; set by load (capabilities.go)
 	capsDirty atomic.Bool     // caps changed since it was last saved

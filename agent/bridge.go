@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"maps"
 	"strconv"
@@ -44,6 +45,11 @@ const ApprovalKey = "a2awebcap.agent/approval"
 //	                       when the model did not answer (the message is Run.Failure) or the
 //	                       turn could not be saved (a generic message)
 //
+// A turn that stops waiting for an answer without one (no answer within ParkTimeout, or a
+// capability's approval decided another way) has the engine run its task again without a
+// message (engine.Waker: SetWake), and that run reports the rest of the turn, so the task
+// leaves input-required.
+//
 // Canceling the task cancels its turn at once (a model call in flight is aborted); the turn
 // then commits nothing. The executor also implements engine.Recoverer (RecoverTask): a task
 // whose turn committed before the process died is settled from its turn record.
@@ -61,118 +67,152 @@ func (x executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		if ec.Message != nil {
 			msgID, meta = ec.Message.ID, ec.Message.Metadata
 		}
-		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta, trace: traceContext(ec.ServiceParams), span: recordedSpan(ctx)})
+		if ec.Message == nil && ec.StoredTask != nil { // woken (engine.Waker): its turn goes on
+			t, from := x.h.takeWoken(a.p, string(ec.TaskID))
+			if t == nil {
+				yield(endEvent(ec, map[string]string{"status": "failed", "failure": "This task's turn is no longer running."}), nil)
+				return
+			}
+			x.relay(ctx, ec, t, from, yield)
+			return
+		}
+		tenant, user, task := ec.Tenant, ec.User, ec.TaskID
+		wake := func(ctx context.Context) error {
+			w := x.h.wake.Load()
+			if w == nil {
+				return errNoWaker
+			}
+			return (*w)(ctx, tenant, user, task)
+		}
+		t, from, err := a.start(ctx, ev, turnOptions{bound: true, message: msgID, meta: meta, trace: traceContext(ec.ServiceParams),
+			span: recordedSpan(ctx), wake: wake})
 		if err != nil {
 			yield(nil, err) // nothing is emitted yet, so the request fails
 			return
-		}
-		// A turn that parks outlives this run: the engine's end of the run must not cancel it.
-		stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
-		defer stop()
-		msg := func(text string) *a2a.Message {
-			if text == "" {
-				return nil
-			}
-			return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
 		}
 		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
 			t.cancel(ErrCanceled)
 			return
 		}
-		var answer a2a.ArtifactID // the streamed answer's artifact, once started
-		var said *a2a.Message     // the last reply said while working (EntryOutput)
-		for i := from; ; i++ {
-			e, err := t.out.wait(ctx, i)
-			if err != nil {
-				return // the run is over (canceled): its turn is canceled with it
+		x.relay(ctx, ec, t, from, yield)
+	}
+}
+
+// errNoWaker: the executor runs in no engine that can wake its tasks.
+var errNoWaker = errors.New("agent: no engine wakes this task")
+
+// SetWake implements engine.Waker: a turn that stops waiting for the user's answer without one
+// (no answer within HostOptions.ParkTimeout, or a capability's approval decided another way)
+// has its task, input-required, run again without a message, and that run reports the rest of
+// the turn.
+func (x executor) SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error) {
+	x.h.wake.Store(&wake)
+}
+
+// relay yields the events of t's working log from index from, as the task's.
+func (x executor) relay(ctx context.Context, ec *a2asrv.ExecutorContext, t *turn, from int, yield func(a2a.Event, error) bool) {
+	// A turn that parks outlives this run: the engine's end of the run must not cancel it.
+	stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
+	defer stop()
+	msg := func(text string) *a2a.Message {
+		if text == "" {
+			return nil
+		}
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
+	}
+	var answer a2a.ArtifactID // the streamed answer's artifact, once started
+	var said *a2a.Message     // the last reply said while working (EntryOutput)
+	for i := from; ; i++ {
+		e, err := t.out.wait(ctx, i)
+		if err != nil {
+			return // the run is over (canceled): its turn is canceled with it
+		}
+		var out a2a.Event
+		switch e.Kind {
+		case EntryThought, EntryCall, EntryStep:
+			if e.Result["restart"] == "true" {
+				answer = "" // the turn starts again: its answer is a new artifact
 			}
-			var out a2a.Event
-			switch e.Kind {
-			case EntryThought, EntryCall, EntryStep:
-				if e.Result["restart"] == "true" {
-					answer = "" // the turn starts again: its answer is a new artifact
-				}
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil)
-				st.SetMeta(MetaKey, entryMeta(e))
-				out = st
-			case EntrySession: // a budget running low, the session's end: said to the user
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
-				m := entryMeta(e)
-				m["session"] = e.Rule
-				st.SetMeta(MetaKey, m)
-				out = st
-			case EntryQueued:
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(queuedText(e)))
-				m := entryMeta(e)
-				for k, v := range e.Result {
-					m[k] = v
-				}
-				st.SetMeta(MetaKey, m)
-				out = st
-			case EntryResult:
-				data := map[string]any{}
-				for k, v := range e.Result {
-					data[k] = v
-				}
-				ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Rule+": "+string(e.Action)+" "+e.Result["status"]), a2a.NewDataPart(data))
-				ae.Artifact.Name = string(e.Action) + " result"
-				ae.Artifact.Metadata = map[string]any{MetaKey: entryMeta(e)} // the working log: clients may show it apart
+			st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil)
+			st.SetMeta(MetaKey, entryMeta(e))
+			out = st
+		case EntrySession: // a budget running low, the session's end: said to the user
+			st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(e.Text))
+			m := entryMeta(e)
+			m["session"] = e.Rule
+			st.SetMeta(MetaKey, m)
+			out = st
+		case EntryQueued:
+			st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, msg(queuedText(e)))
+			m := entryMeta(e)
+			for k, v := range e.Result {
+				m[k] = v
+			}
+			st.SetMeta(MetaKey, m)
+			out = st
+		case EntryResult:
+			data := map[string]any{}
+			for k, v := range e.Result {
+				data[k] = v
+			}
+			ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Rule+": "+string(e.Action)+" "+e.Result["status"]), a2a.NewDataPart(data))
+			ae.Artifact.Name = string(e.Action) + " result"
+			ae.Artifact.Metadata = map[string]any{MetaKey: entryMeta(e)} // the working log: clients may show it apart
+			out = ae
+		case EntryOutput:
+			said = msg(e.Text)
+			st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, said)
+			st.SetMeta(MetaKey, entryMeta(e))
+			out = st
+		case EntryText:
+			if answer == "" {
+				ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Text))
+				ae.Artifact.Name = "answer"
+				answer = ae.Artifact.ID
 				out = ae
-			case EntryOutput:
-				said = msg(e.Text)
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, said)
-				st.SetMeta(MetaKey, entryMeta(e))
-				out = st
-			case EntryText:
-				if answer == "" {
-					ae := a2a.NewArtifactEvent(ec, a2a.NewTextPart(e.Text))
-					ae.Artifact.Name = "answer"
-					answer = ae.Artifact.ID
-					out = ae
-				} else {
-					ae := a2a.NewArtifactUpdateEvent(ec, answer, a2a.NewTextPart(e.Text))
-					ae.Artifact.Name = "answer"
-					out = ae
-				}
-			case EntryInput:
-				if !parkedEntry(e) {
-					continue // the end reports it
-				}
-				stop() // the turn waits for the next message, beyond this run
-				q := msg(e.Text)
-				var approval map[string]any // a capability's pending approval, as data (askApproval)
-				if q != nil && json.Unmarshal([]byte(e.Result["approval"]), &approval) == nil {
-					q.Metadata = map[string]any{ApprovalKey: approval}
-				}
-				var qmeta map[string]any // who asks, when an effect asks for another (AskUserWith)
-				if q != nil && json.Unmarshal([]byte(e.Result["metadata"]), &qmeta) == nil {
-					for k, v := range qmeta {
-						q.SetMeta(k, v)
-					}
-				}
-				st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q)
-				st.SetMeta(MetaKey, map[string]any{"kind": string(EntryInput), "parked": true})
-				yield(st, nil)
-				return
-			case EntryRelay:
-				if out = relayEvent(ec, e); out == nil {
-					continue
-				}
-			case EntryEnd:
-				end := endEvent(ec, e.Result)
-				if m := end.Status.Message; m != nil && said != nil && messageText(m) == messageText(said) {
-					// The reply said already: the same message, so the history holds it once.
-					m.ID = said.ID
-				}
-				out = end
+			} else {
+				ae := a2a.NewArtifactUpdateEvent(ec, answer, a2a.NewTextPart(e.Text))
+				ae.Artifact.Name = "answer"
+				out = ae
 			}
-			if !yield(out, nil) {
-				t.cancel(ErrCanceled)
-				return
+		case EntryInput:
+			if !parkedEntry(e) {
+				continue // the end reports it
 			}
-			if e.Kind == EntryEnd {
-				return
+			stop() // the turn waits for the next message, beyond this run
+			q := msg(e.Text)
+			var approval map[string]any // a capability's pending approval, as data (askApproval)
+			if q != nil && json.Unmarshal([]byte(e.Result["approval"]), &approval) == nil {
+				q.Metadata = map[string]any{ApprovalKey: approval}
 			}
+			var qmeta map[string]any // who asks, when an effect asks for another (AskUserWith)
+			if q != nil && json.Unmarshal([]byte(e.Result["metadata"]), &qmeta) == nil {
+				for k, v := range qmeta {
+					q.SetMeta(k, v)
+				}
+			}
+			st := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q)
+			st.SetMeta(MetaKey, map[string]any{"kind": string(EntryInput), "parked": true})
+			yield(st, nil)
+			return
+		case EntryRelay:
+			if out = relayEvent(ec, e); out == nil {
+				continue
+			}
+		case EntryEnd:
+			end := endEvent(ec, e.Result)
+			if m := end.Status.Message; m != nil && said != nil && messageText(m) == messageText(said) {
+				// The reply said already: the same message, so the history holds it once.
+				m.ID = said.ID
+			}
+			out = end
+		}
+		if !yield(out, nil) {
+			t.cancel(ErrCanceled)
+			return
+		}
+		if e.Kind == EntryEnd {
+			return
 		}
 	}
 }

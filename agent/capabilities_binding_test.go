@@ -32,17 +32,9 @@ func TestCallByCallApprovalOverBindings(t *testing.T) {
 			t.Cleanup(func() { _ = c.Destroy() })
 			send := func(task *a2a.Task, text string) *a2a.Task {
 				t.Helper()
-				m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-				if task != nil {
-					m.TaskID, m.ContextID = task.ID, task.ContextID
-				}
-				res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+				got, err := a2atest.Send(t, c, task, text)
 				if err != nil {
 					t.Fatalf("SendMessage(%q) = %v", text, err)
-				}
-				got, ok := res.(*a2a.Task)
-				if !ok {
-					t.Fatalf("SendMessage(%q) = %T", text, res)
 				}
 				return got
 			}

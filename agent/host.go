@@ -16,7 +16,11 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2awebcap/a2awebcap/agent/capability"
 	"github.com/a2awebcap/a2awebcap/agent/session"
@@ -168,7 +172,13 @@ type Host struct {
 	mu    sync.Mutex
 	live  map[Principal]*hostEntry
 	tasks map[string]*turn // turns in flight (or parked), by task
-	shut  bool
+	// woken are the turns that stopped waiting for an answer without one (park: the question
+	// expired, or was decided another way), by task, each with the output index its task's
+	// run goes on from, until that run (the engine's, woken: Executor) takes it.
+	woken map[string]wokenTurn
+	// wake is the engine's Waker function, once an engine runs the Executor (SetWake).
+	wake atomic.Pointer[wakeFunc]
+	shut bool
 
 	omu   sync.Mutex // guards owned (ownership.go)
 	owned map[Principal]*ownedKey
@@ -462,6 +472,35 @@ func (h *Host) addTask(t *turn) {
 	h.mu.Lock()
 	h.tasks[t.ev.Context.Task] = t
 	h.mu.Unlock()
+}
+
+type wakeFunc = func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error
+
+type wokenTurn struct {
+	t    *turn
+	from int
+}
+
+// setWoken records that t's task goes on without a message from output index from.
+func (h *Host) setWoken(task string, t *turn, from int) {
+	h.mu.Lock()
+	if h.woken == nil {
+		h.woken = map[string]wokenTurn{}
+	}
+	h.woken[task] = wokenTurn{t, from}
+	h.mu.Unlock()
+}
+
+// takeWoken removes and returns the turn of p woken on task, if any.
+func (h *Host) takeWoken(p Principal, task string) (*turn, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, ok := h.woken[task]
+	if !ok || w.t.in.key.Principal != p {
+		return nil, 0
+	}
+	delete(h.woken, task)
+	return w.t, w.from
 }
 
 func (h *Host) removeTask(t *turn) {

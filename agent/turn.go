@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +49,14 @@ var ErrCanceled = errors.New("agent: turn canceled")
 // ErrParkExpired is what AskUser returns when no answer came within HostOptions.ParkTimeout.
 var ErrParkExpired = errors.New("agent: no answer came in time")
 
+// ErrNotWaiting is what a message on a task returns when the task's turn stopped waiting for
+// the user's answer without one: its question expired (ErrParkExpired), or the capability's
+// approval it asked for was decided another way. The error says which.
+var ErrNotWaiting = errors.New("agent: this task waits for no answer any more")
+
+// maxUnparked bounds the tasks an instance remembers as no longer waiting (ErrNotWaiting).
+const maxUnparked = 64
+
 // ErrNoTurn is what AskUser returns outside a turn's effect.
 var ErrNoTurn = errors.New("agent: AskUser called outside a turn")
 
@@ -61,6 +70,9 @@ type turnOptions struct {
 	meta    map[string]any    // the A2A message's metadata (TurnMetadata)
 	trace   [2]string         // the request's W3C traceparent and tracestate (TurnTraceContext)
 	span    trace.SpanContext // the span this process records for the request, if any (TurnSpan)
+	// wake has the task's run go on without a message once the turn stops waiting for an
+	// answer without one (park); nil outside the Executor.
+	wake func(context.Context) error
 }
 
 type turn struct {
@@ -111,6 +123,7 @@ type turn struct {
 	estimate bool
 	calls    int
 	answers  []answer // answers AskUser received, to log as observations
+	gaveUp   bool     // a question stopped waiting without an answer (park)
 
 	// Parking: the user's answer arrives on reply. resumed is the answer a turn run again
 	// after a restart was started with (sessions.go, resume): the question it asked, by its
@@ -169,10 +182,15 @@ func (a *Agent) start(ctx context.Context, ev Event, o turnOptions) (*turn, int,
 		return nil, 0, err
 	}
 	if ev.Context.Task != "" {
-		if t := e.in.takeParked(ev.Context.Task); t != nil {
+		t, why := e.in.takeParked(ev.Context.Task)
+		if t != nil {
 			a.h.release(e)
 			t.reply <- ev
 			return t, t.parkedAt, nil
+		}
+		if why != "" {
+			a.h.release(e)
+			return nil, 0, fmt.Errorf("%w: %s", ErrNotWaiting, why)
 		}
 	}
 	t := &turn{in: e.in, e: e, ev: ev, opts: o, out: newOutput(), baton: make(chan struct{}), back: make(chan struct{}),
@@ -298,14 +316,16 @@ func (t *turn) await(effect func() error) error {
 	t.yieldState()
 	err := effect()
 	t.acquire()
-	if len(t.answers) > 0 && t.sess && t.slot.s != nil && t.slot.s.Parked() != nil {
-		_, _ = t.slot.s.Unpark(t.c.def.now()) // answered: the turn waits no more
+	if (len(t.answers) > 0 || t.gaveUp) && t.sess && t.slot.s != nil && t.slot.s.Parked() != nil {
+		// Answered, or the wait ended without an answer: the turn waits no more. (Not so
+		// when the instance closes: the question outlives it.)
+		_, _ = t.slot.s.Unpark(t.c.def.now())
 	}
 	for _, a := range t.answers { // what the user answered while the effect waited
 		t.m.observe(Event{Kind: "input", Source: Source{Kind: SourceUser}, Context: a.ev.Context, Text: a.ev.Text,
 			Data: map[string]string{"question": a.question}})
 	}
-	t.answers = nil
+	t.answers, t.gaveUp = nil, false
 	return err
 }
 
@@ -486,8 +506,10 @@ func (t *turn) consulted(o Observation, prompt string, size int) {
 // input-required with the question (the turn's stream ends with an EntryInput entry whose
 // Result["parked"] is "true"); the turn stays in flight, uncommitted, holding its session; the
 // user's next message on the task is the answer, logged as an observation of kind "input", and
-// the same turn goes on. Without an answer within HostOptions.ParkTimeout (or if ctx ends) it
-// returns an error; outside a turn, ErrNoTurn. In a turn of a session the question is committed
+// the same turn goes on. Without an answer within HostOptions.ParkTimeout it returns
+// ErrParkExpired (if ctx ends, its cause): the turn goes on without the answer, its task too
+// (run again by the engine, engine.Waker, to report the turn's end), and a later answer on the
+// task is refused with ErrNotWaiting. Outside a turn it returns ErrNoTurn. In a turn of a session the question is committed
 // with the session before it is asked, so it outlives the process: after a restart, the answer
 // runs the turn again from its message, and this call, asking the same question again, returns
 // the answer at once (docs/sessions.md, "A question that outlives the server").
@@ -544,6 +566,7 @@ func (t *turn) park(ctx context.Context, question string, extra map[string]strin
 	}
 	t.parkedAt = t.out.push(Entry{Kind: EntryInput, Text: question, Result: res})
 	in.parked[task] = t
+	delete(in.unparked, task) // (it waits again)
 	in.mu.Unlock()
 	timer := time.NewTimer(in.h.opts.ParkTimeout)
 	defer timer.Stop()
@@ -559,25 +582,57 @@ func (t *turn) park(ctx context.Context, question string, extra map[string]strin
 	}
 	in.mu.Lock()
 	taken := in.parked[task] != t
-	delete(in.parked, task)
+	if !taken {
+		delete(in.parked, task)
+		if errors.Is(err, ErrParkExpired) || errors.Is(err, capability.ErrDecided) {
+			in.unparkLocked(task, err.Error())
+			t.gaveUp = true
+		}
+	}
 	in.mu.Unlock()
 	if taken { // an answer is on its way: take it, it belongs to this turn
 		ev := <-t.reply
 		t.answers = append(t.answers, answer{question, ev})
 		return ev.Text, nil
 	}
+	if t.opts.wake != nil && (errors.Is(err, ErrParkExpired) || errors.Is(err, capability.ErrDecided)) {
+		// The turn goes on without an answer; so must its task, which waits for input: the
+		// engine runs it again, and that run reports the rest of the turn from here.
+		in.h.setWoken(task, t, t.parkedAt)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), commitTimeout)
+		if werr := t.opts.wake(wctx); werr != nil {
+			in.h.takeWoken(in.key.Principal, task)
+		}
+		cancel()
+	}
 	return "", err
 }
 
-// takeParked removes and returns the turn parked on task, if any.
-func (in *instance) takeParked(task string) *turn {
+// takeParked removes and returns the turn parked on task, if any; else why task's turn waits
+// no more, if it stopped waiting without an answer.
+func (in *instance) takeParked(task string) (*turn, string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	t := in.parked[task]
 	if t != nil {
 		delete(in.parked, task)
 	}
-	return t
+	return t, in.unparked[task]
+}
+
+// unparkLocked records why task's turn stopped waiting without an answer. Caller holds in.mu.
+func (in *instance) unparkLocked(task, why string) {
+	if in.unparked == nil {
+		in.unparked = map[string]string{}
+	}
+	if _, ok := in.unparked[task]; !ok {
+		in.unparkedOrder = append(in.unparkedOrder, task)
+	}
+	in.unparked[task] = why
+	if len(in.unparkedOrder) > maxUnparked {
+		delete(in.unparked, in.unparkedOrder[0])
+		in.unparkedOrder = slices.Delete(in.unparkedOrder, 0, 1)
+	}
 }
 
 // parkedEntry reports whether e is the question of a parked turn.

@@ -216,19 +216,7 @@ func TestStarlarkCallWaitsForTheUserOverBindings(t *testing.T) {
 			}
 			alice, bob := connect("alice-token"), connect("bob-token")
 			send := func(c *client.Client, task *a2a.Task, text string) (*a2a.Task, error) {
-				m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-				if task != nil {
-					m.TaskID, m.ContextID = task.ID, task.ContextID
-				}
-				res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
-				if err != nil {
-					return nil, err
-				}
-				got, ok := res.(*a2a.Task)
-				if !ok {
-					t.Fatalf("SendMessage(%q) = %T", text, res)
-				}
-				return got, nil
+				return a2atest.Send(t, c, task, text)
 			}
 			must := func(task *a2a.Task, err error) *a2a.Task {
 				t.Helper()

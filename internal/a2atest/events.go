@@ -99,3 +99,27 @@ func WaitTask(t testing.TB, c TaskGetter, id a2a.TaskID, done func(*a2a.Task) bo
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Sender is what Send needs of a client: a2aclient.Client and client.Client have it.
+type Sender interface {
+	SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error)
+}
+
+// Send sends text from the user, on task when it is not nil (its ID and context), and returns
+// the task as the send left it, or the send's error. A reply that is not a task fails the test.
+func Send(t testing.TB, c Sender, task *a2a.Task, text string) (*a2a.Task, error) {
+	t.Helper()
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+	if task != nil {
+		m.TaskID, m.ContextID = task.ID, task.ContextID
+	}
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+	if err != nil {
+		return nil, err
+	}
+	got, ok := res.(*a2a.Task)
+	if !ok {
+		t.Fatalf("SendMessage(%q) = %T", text, res)
+	}
+	return got, nil
+}
