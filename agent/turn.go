@@ -600,7 +600,7 @@ func (t *turn) park(ctx context.Context, question string, extra map[string]strin
 		// engine runs it again, and that run reports the rest of the turn from here.
 		in.h.setWoken(task, t, t.parkedAt)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), commitTimeout)
-		if werr := t.opts.wake(wctx); werr != nil {
+		if werr := t.opts.wake(wctx); werr != nil { // (engine.ErrNotWaiting: canceled meanwhile, say)
 			in.h.takeWoken(in.key.Principal, task)
 		}
 		cancel()

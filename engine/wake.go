@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -20,12 +21,17 @@ import (
 // again on the task: if the task is still interrupted, it is written working and Execute runs
 // with an ExecutorContext whose Message is nil and whose StoredTask is the task as it waited;
 // the events it yields continue the task's log, as after a follow-up message. A task that no
-// longer waits (answered, canceled, ended) is left as it is and wake returns nil. wake waits
-// for a run of the task still writing its events, bounded by ctx, and must not be called
-// holding a lock the executor's runs need.
+// longer waits (answered, canceled, ended) is left as it is, and wake returns ErrNotWaiting.
+// wake waits for a run of the task still writing its events, bounded by ctx, and must not be
+// called holding a lock the executor's runs need.
 type Waker interface {
+	// SetWake takes the engine's wake function (see Waker).
 	SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error)
 }
+
+// ErrNotWaiting is what a Waker's wake returns for a task that waits for no input: nothing
+// was run.
+var ErrNotWaiting = errors.New("engine: the task waits for no input")
 
 // wake runs the executor again, without a message, on task if it waits for input (Waker).
 func (e *Engine) wake(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error {
@@ -61,7 +67,7 @@ func (e *Engine) wake(ctx context.Context, tenant string, user *a2asrv.User, tas
 			return e.storeErr(err)
 		}
 		if !store.IsInterrupted(rec.Task.Status.State) {
-			return nil // it waits no more: nothing to wake
+			return ErrNotWaiting
 		}
 		ts, _, _, err = e.proceed(ctx, nil, owner, rec, &a2asrv.ExecutorContext{Tenant: owner.Tenant, User: user})
 		if err != nil {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"testing"
 
@@ -77,8 +78,8 @@ func TestWakerRunsAWaitingTaskAgain(t *testing.T) {
 	if text(got.Status.Message) != "went on alone" {
 		t.Errorf("the task ended with %q", text(got.Status.Message))
 	}
-	if err := x.wake(t.Context(), "", alice, task.ID); err != nil { // it waits no more: nothing to do
-		t.Errorf("wake() of a finished task = %v", err)
+	if err := x.wake(t.Context(), "", alice, task.ID); !errors.Is(err, engine.ErrNotWaiting) {
+		t.Errorf("wake() of a finished task = %v, want ErrNotWaiting", err)
 	}
 	select {
 	case <-x.woken:
