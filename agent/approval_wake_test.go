@@ -302,3 +302,33 @@ func TestApprovalDecidedElsewhereOverTheGoAPI(t *testing.T) {
 		})
 	}
 }
+
+// Closing the host while a turn of a session waits for an answer and a message of the session
+// waits behind it: the question outlives the host, the message's turn ends (it would be
+// refused at the restart), and Close returns instead of waiting for it forever.
+func TestCloseWithAQuestionAndAMessageBehindIt(t *testing.T) {
+	t.Parallel()
+	cat, _, _ := notesFS(t, capability.Strategy{Kind: capability.CallByCall})
+	h, err := agent.NewHost(&agent.Definition{Name: "helper", Policy: saver(), Capabilities: cat, Preinstall: []string{"fs"}},
+		&agent.HostOptions{ParkTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := instance(t, h, "alice")
+	askTask(t, alice, "t1", "save notes/a.txt")
+	ev := agent.UserText("hello")
+	ev.Context = agent.Context{Task: "t2", Session: "s1"}
+	if err := alice.Send(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close() = %v", err)
+		}
+	case <-time.After(eventually):
+		t.Fatal("Close did not return: it waits for the message behind the question")
+	}
+}

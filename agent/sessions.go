@@ -437,7 +437,12 @@ func (t *turn) finishSession(o *Observation, status string) (string, []Entry) {
 	s := slot.s
 	if s.Parked() != nil && errors.Is(context.Cause(t.ctx), ErrClosed) {
 		// The turn waits for an answer as the instance closes: the question outlives it, as
-		// stored when it was asked, and the answer runs the turn again (resume).
+		// stored when it was asked, and the answer runs the turn again (resume). The messages
+		// waiting behind it end now (the instance waits for every turn it admitted), as they
+		// would be refused at the restart: their tasks do not survive either.
+		for len(slot.queue) > 0 {
+			c.endQueued(slot, slot.queue[0].ev.Context.Task, "failed", "The server closed before your message's turn.", "")
+		}
 		return "canceled", nil
 	}
 	now := c.def.now()
