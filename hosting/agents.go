@@ -161,8 +161,8 @@ var (
 	_ engine.Waker     = (*router)(nil)
 )
 
-// SetWake implements engine.Waker: each agent's executor that can be woken wakes its tasks
-// under their scoped tenant. (A priced agent's, behind its x402.Merchant, is not woken.)
+// SetWake implements engine.Waker: each agent's executor (behind its x402.Merchant, for a
+// priced agent) wakes its tasks under their scoped tenant.
 func (x *router) SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error) {
 	for name, e := range x.exec {
 		if w, ok := e.(engine.Waker); ok {

@@ -39,8 +39,9 @@ type MerchantOptions struct {
 }
 
 // Merchant wraps an agent executor so that priced tasks are paid before they run, per the A2A
-// x402 extension's standalone flow (docs/payments.md). It implements engine.Recoverer when the
-// wrapped executor does (RecoverTask delegates).
+// x402 extension's standalone flow (docs/payments.md). It implements engine.Recoverer and
+// engine.Waker when the wrapped executor does (RecoverTask and SetWake delegate; a woken run,
+// of a task the agent left waiting for input, goes to the agent as a follow-up does).
 type Merchant struct {
 	next a2asrv.AgentExecutor
 	o    MerchantOptions
@@ -378,4 +379,16 @@ func (m *Merchant) RecoverTask(ctx context.Context, task *a2a.Task) ([]a2a.Event
 		return r.RecoverTask(ctx, task)
 	}
 	return nil, nil
+}
+
+// waker is engine.Waker, without importing the engine.
+type waker interface {
+	SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error)
+}
+
+// SetWake implements engine.Waker by handing wake to the wrapped executor, if it takes one.
+func (m *Merchant) SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error) {
+	if w, ok := m.next.(waker); ok {
+		w.SetWake(wake)
+	}
 }
