@@ -54,20 +54,8 @@ func TestClusterFlags(t *testing.T) {
 		{name: "lease not a duration", args: []string{"-lease", "0"}, wantErr: "-lease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			c, err := parseServe(tc.args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseServe(%q) error = %v, want one about %q", tc.args, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("parseServe(%q) = %v", tc.args, err)
-			}
-			if tc.check != nil {
+			c, ok := parseServeCase(t, tc.args, tc.env, tc.wantErr)
+			if ok && tc.check != nil {
 				tc.check(t, c.cluster)
 			}
 		})

@@ -646,7 +646,7 @@ func runtimeHost(ctx context.Context, c serveConfig, apiKey string, log *slog.Lo
 		idle = -1 // -idle-evict 0: never
 	}
 	h, err := agent.NewHost(def, &agent.HostOptions{Store: store, Limiter: c.runtime.limiter(), IdleTimeout: idle, Prices: prices,
-		Ownership: c.cluster.ownership})
+		ParkTimeout: c.runtime.question, Ownership: c.cluster.ownership})
 	if err != nil {
 		closeStore()
 		return nil, nil, err

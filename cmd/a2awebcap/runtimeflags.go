@@ -16,11 +16,12 @@ import (
 type runtimeConfig struct {
 	modelCalls, modelCallsPerPrincipal int
 	idle                               time.Duration
+	question                           time.Duration // agent.HostOptions.ParkTimeout
 	envErr                             error
 }
 
 func (r *runtimeConfig) flags(fs *flag.FlagSet) {
-	r.idle = 10 * time.Minute
+	r.idle, r.question = 10*time.Minute, time.Hour
 	for _, e := range []struct {
 		name string
 		dst  *int
@@ -36,6 +37,9 @@ func (r *runtimeConfig) flags(fs *flag.FlagSet) {
 		}
 		r.idle = d
 	}
+	if v := envOr("A2AWEBCAP_QUESTION_TIMEOUT", ""); v != "" && r.envErr == nil {
+		r.envErr = durationFlag(&r.question, "A2AWEBCAP_QUESTION_TIMEOUT")(v)
+	}
 	fs.Func("model-calls", "with -agent runtime: model calls the server makes at once, for every caller together; more wait their turn in order, and their tasks say so; 0: no limit (A2AWEBCAP_MODEL_CALLS)",
 		func(v string) error { r.envErr = nil; return intFlag(&r.modelCalls, "-model-calls")(v) })
 	fs.Func("model-calls-per-principal", "with -agent runtime: model calls one principal's agent makes at once; 0: no limit (A2AWEBCAP_MODEL_CALLS_PER_PRINCIPAL)",
@@ -43,6 +47,8 @@ func (r *runtimeConfig) flags(fs *flag.FlagSet) {
 			r.envErr = nil
 			return intFlag(&r.modelCallsPerPrincipal, "-model-calls-per-principal")(v)
 		})
+	fs.Func("question-timeout", "with -agent runtime or -agents: how long a question an agent asks inside a turn (a call-by-call approval, a tool asking the user) waits for the answer; unanswered by then, the question is withdrawn and the turn goes on without it, its task ending with the turn (docs/sessions.md) (default 1h; A2AWEBCAP_QUESTION_TIMEOUT)",
+		func(v string) error { r.envErr = nil; return durationFlag(&r.question, "-question-timeout")(v) })
 	fs.DurationVar(&r.idle, "idle-evict", r.idle, "with -agent runtime or notes: how long a principal's agent stays in memory unused before it is put away (its memory stays in the -db store) (A2AWEBCAP_IDLE_EVICT)")
 }
 
