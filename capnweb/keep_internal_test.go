@@ -103,7 +103,9 @@ func TestKeeperPings(t *testing.T) {
 		t.Errorf("%d frames came while the peer was quiet, want its pongs", pongs)
 	}
 
-	// A peer that completes the handshake, then never reads or answers.
+	// A peer that completes the handshake, then never reads or answers. Its session cannot
+	// start before the dial, so two ping intervals count from here.
+	start := time.Now()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "ws://"))
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +120,6 @@ func TestKeeperPings(t *testing.T) {
 		t.Fatalf("handshake: %v, %v", resp, err)
 	}
 	dead := <-server
-	start := time.Now()
 	if err := ended(t, dead, 10*time.Second); err != errPeerGone {
 		t.Errorf("the silent peer's session ended with %v, want errPeerGone", err)
 	}
