@@ -330,6 +330,18 @@ type run struct {
 	done    chan struct{}
 	execCtx *a2asrv.ExecutorContext
 	push    []*a2a.PushConfig // for a new task: the configs its creation stores
+	woken   bool              // run again without a message (Waker): no answer is awaited
+}
+
+// busyErr refuses a message on task id while r (nil: a run on another replica) runs it. A run
+// woken by its executor (Waker) means the task's question was withdrawn — unanswered in time, or
+// decided another way — so the message is told that no answer is awaited any more, rather than
+// to send it later.
+func busyErr(id a2a.TaskID, r *run) error {
+	if r != nil && r.woken {
+		return fmt.Errorf("%w: task %s waits for no answer any more: its question was withdrawn (no answer came in time, or it was decided another way) and the task is finishing its turn", a2a.ErrUnsupportedOperation, id)
+	}
+	return fmt.Errorf("%w: task %s is still running; send the next message when it asks for input", a2a.ErrUnsupportedOperation, id)
 }
 
 // state returns the live state of a task, creating it. release must be called when done.

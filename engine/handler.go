@@ -94,7 +94,12 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 	}
 	if e.cl != nil && !store.IsInterrupted(rec.Task.Status.State) {
 		// Running here or on another replica (or about to be taken over).
-		return nil, owner, 0, fmt.Errorf("%w: task %s is still running; send the next message when it asks for input", a2a.ErrUnsupportedOperation, rec.Task.ID)
+		ts := e.state(rec.Task.ID)
+		ts.mu.Lock()
+		r := ts.run
+		ts.mu.Unlock()
+		e.release(ts)
+		return nil, owner, 0, busyErr(rec.Task.ID, r)
 	}
 	if msg.ContextID != "" && msg.ContextID != rec.Task.ContextID {
 		return nil, owner, 0, fmt.Errorf("%w: message contextId does not match the task's", a2a.ErrInvalidParams)
@@ -111,14 +116,14 @@ func (e *Engine) begin(ctx context.Context, req *a2a.SendMessageRequest) (ts *ta
 func (e *Engine) proceed(ctx context.Context, req *a2a.SendMessageRequest, owner store.Owner, rec *store.Task, execCtx *a2asrv.ExecutorContext) (ts *taskState, _ store.Owner, after int64, err error) {
 	ts = e.state(rec.Task.ID)
 	ts.mu.Lock()
-	if ts.run != nil {
+	if r := ts.run; r != nil {
 		ts.mu.Unlock()
 		e.release(ts)
-		return nil, owner, 0, fmt.Errorf("%w: task %s is still running; send the next message when it asks for input", a2a.ErrUnsupportedOperation, rec.Task.ID)
+		return nil, owner, 0, busyErr(rec.Task.ID, r)
 	}
 	ts.owner = rec.Owner
 	// Reserve the task while its history is written: no second resume can start.
-	reserve := &run{done: make(chan struct{})}
+	reserve := &run{done: make(chan struct{}), woken: req == nil}
 	ts.run = reserve
 	ts.mu.Unlock()
 
@@ -168,6 +173,7 @@ func (e *Engine) proceed(ctx context.Context, req *a2a.SendMessageRequest, owner
 	ts.mu.Lock()
 	e.publishLocked(ts, cloneRec(next), []a2a.Event{snapshot})
 	e.startRunLocked(ts, execCtx, nil, next, nil, trace.SpanContextFromContext(ctx))
+	ts.run.woken = req == nil
 	ts.unlock()
 	return ts, owner, rec.LastSeq, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -18,6 +19,7 @@ import (
 type asking struct {
 	wake  func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error
 	woken chan *a2asrv.ExecutorContext
+	hold  chan struct{} // nil, or the woken run waits until it is closed
 }
 
 func (x *asking) SetWake(wake func(ctx context.Context, tenant string, user *a2asrv.User, task a2a.TaskID) error) {
@@ -28,6 +30,9 @@ func (x *asking) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.S
 	return func(yield func(a2a.Event, error) bool) {
 		if ec.Message == nil { // woken
 			x.woken <- ec
+			if x.hold != nil {
+				<-x.hold
+			}
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("went on alone"))), nil)
 			return
 		}
@@ -85,5 +90,32 @@ func TestWakerRunsAWaitingTaskAgain(t *testing.T) {
 	case <-x.woken:
 		t.Error("a finished task ran again")
 	default:
+	}
+}
+
+// An answer sent while the woken run goes on is refused as an answer to a question withdrawn,
+// not told to come back later (the task is not going to ask it again); once the woken run
+// ended the task, as a message to a task that is over.
+func TestWakerRefusesAnAnswerDuringTheWokenRun(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	defer st.Close()
+	x := &asking{woken: make(chan *a2asrv.ExecutorContext, 1), hold: make(chan struct{})}
+	e := engine.New(x, st, nil)
+	defer e.Close(context.Background())
+	ctx := as(t.Context(), "alice")
+	task := send(t, e, ctx, msg("go"))
+	if err := x.wake(t.Context(), "", &a2asrv.User{Name: "alice", Authenticated: true}, task.ID); err != nil {
+		t.Fatalf("wake() = %v", err)
+	}
+	<-x.woken
+	_, err := e.SendMessage(ctx, follow(task, "yes"))
+	if !errors.Is(err, a2a.ErrUnsupportedOperation) || !strings.Contains(err.Error(), "waits for no answer any more") {
+		t.Errorf("an answer during the woken run: %v, want UnsupportedOperation: waits for no answer any more", err)
+	}
+	close(x.hold)
+	waitState(t, e, ctx, task.ID, a2a.TaskStateCompleted)
+	if _, err := e.SendMessage(ctx, follow(task, "yes")); !errors.Is(err, a2a.ErrUnsupportedOperation) || !strings.Contains(err.Error(), "accepts no more messages") {
+		t.Errorf("an answer after the woken run: %v, want UnsupportedOperation: accepts no more messages", err)
 	}
 }
