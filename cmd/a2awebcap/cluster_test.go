@@ -67,13 +67,18 @@ type replicaProc struct {
 	exited           chan struct{}
 }
 
-// start runs a replica named name, with extra flags, and waits until it is ready.
+// start runs a replica named name, with extra flags, and waits until it is ready. It serves the
+// built-in agent unless extra has -agents.
 func (env *clusterEnv) start(t *testing.T, name string, extra ...string) *replicaProc {
 	t.Helper()
 	p := &replicaProc{name: name, addr: freeAddr(t), grpc: freeAddr(t), log: &lockedBuffer{}, exited: make(chan struct{})}
-	args := append([]string{"serve", "-addr", p.addr, "-grpc-addr", p.grpc, "-db", env.db, "-agent", "builtin", "-no-push",
+	args := []string{"serve", "-addr", p.addr, "-grpc-addr", p.grpc, "-db", env.db, "-no-push",
 		"-cluster", env.nats, "-cluster-stream", env.stream, "-replica", name, "-lease", "1s", "-cluster-poll", "250ms",
-		"-log-level", "warn", "-drain", "1s"}, extra...)
+		"-log-level", "warn", "-drain", "1s"}
+	if !slices.Contains(extra, "-agents") { // (which -agent may not come with)
+		args = append(args, "-agent", "builtin")
+	}
+	args = append(args, extra...)
 	p.cmd = exec.Command(env.bin, args...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {

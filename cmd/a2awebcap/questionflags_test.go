@@ -156,3 +156,55 @@ func TestServeQuestionTimeout(t *testing.T) {
 		t.Errorf("the unapproved call wrote %v", w)
 	}
 }
+
+// A question survives its replica as it survives a restart: a turn of replica A waits on a
+// call-by-call approval, A is killed (SIGKILL); once its leases expired the task is still
+// input-required, and the answer sent through replica B runs the turn again from its message
+// on B, which makes the approved call and completes the task.
+func TestClusterQuestionSurvivesItsReplica(t *testing.T) {
+	env := newClusterEnv(t)
+	root := t.TempDir()
+	flags := []string{"-agents", saverAgents(t), "-fs-root", root}
+	a, b := env.start(t, "qa", flags...), env.start(t, "qb", flags...)
+	dial := func(r *replicaProc) *client.Client {
+		c, err := client.New(t.Context(), "http://"+r.addr+"/agents/saver", &client.Options{Binding: client.BindingJSONRPC})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Destroy() })
+		return c
+	}
+	ca, cb := dial(a), dial(b)
+	task, err := a2atest.Send(t, ca, nil, "save notes/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Status.State != a2a.TaskStateInputRequired || !strings.Contains(a2atest.Text(task.Status.Message), "fs.write") {
+		t.Fatalf("the task is %s %q, want input-required asking about fs.write", task.Status.State, a2atest.Text(task.Status.Message))
+	}
+	a.kill()
+	// Three lease times (-lease 1s): A's leases have expired and B's recovery has run.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		got, err := cb.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+		if err != nil {
+			t.Fatalf("GetTask on B = %v", err)
+		}
+		if got.Status.State != a2a.TaskStateInputRequired {
+			t.Fatalf("after A died the task is %s %q, want still input-required", got.Status.State, a2atest.Text(got.Status.Message))
+		}
+	}
+	if _, err := a2atest.Send(t, cb, task, "yes"); err != nil {
+		t.Fatalf("the answer on B: %v", err)
+	}
+	got := settledTask(t, cb, task.ID)
+	if got.Status.State != a2a.TaskStateCompleted || !strings.HasPrefix(a2atest.Text(got.Status.Message), "done") {
+		t.Fatalf("after the answer on B the task is %s %q, want completed, done", got.Status.State, a2atest.Text(got.Status.Message))
+	}
+	w := written(t, root)
+	if len(w) != 1 || filepath.Base(w[0]) != "a.txt" {
+		t.Fatalf("the approved call wrote %v, want one notes/a.txt under %s", w, root)
+	}
+	if data, _ := os.ReadFile(w[0]); string(data) != "hello" {
+		t.Errorf("the approved call wrote %q", data)
+	}
+}
