@@ -186,7 +186,7 @@ func (a *appPage) fail(format string, args ...any) {
 	a.t.Helper()
 	dom, _ := a.Eval(`document.body?.outerHTML ?? ""`)
 	_ = a.Screenshot(filepath.Join(a.shots, strings.ReplaceAll(a.t.Name(), "/", "_")+"-failed.png"))
-	a.t.Fatalf(format+"\npage log:\n%s\nDOM:\n%s", append(args, strings.Join(a.Log(), "\n"), dom)...)
+	a.t.Fatalf(format+"\npage log:\n%s\nWebSocket frames:\n%s\nDOM:\n%s", append(args, strings.Join(a.Log(), "\n"), strings.Join(a.Frames(), "\n"), dom)...)
 }
 
 // js evaluates expr, which must not throw, as a string.

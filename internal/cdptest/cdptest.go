@@ -64,6 +64,7 @@ type Browser struct {
 	stderr string // the file Chromium writes its log to
 	next   int
 	log    []string // the pages' console messages and uncaught exceptions
+	frames []string // the pages' WebSocket frames, sent (→) and received (←), oldest first
 }
 
 // Start starts Chromium; it is closed when the test ends, and killed if it runs for
@@ -207,6 +208,23 @@ func (b *Browser) event(method string, params json.RawMessage) {
 		}
 		_ = json.Unmarshal(params, &p)
 		b.log = append(b.log, "exception: "+p.ExceptionDetails.Text+" "+p.ExceptionDetails.Exception.Description)
+	case "Network.webSocketFrameSent", "Network.webSocketFrameReceived":
+		var p struct {
+			Timestamp float64
+			Response  struct{ PayloadData string }
+		}
+		_ = json.Unmarshal(params, &p)
+		dir := "→"
+		if method == "Network.webSocketFrameReceived" {
+			dir = "←"
+		}
+		data := p.Response.PayloadData
+		if len(data) > 600 {
+			data = data[:600] + "…"
+		}
+		b.frames = append(b.frames, fmt.Sprintf("%.3f %s %s", p.Timestamp, dir, data))
+	case "Network.webSocketClosed":
+		b.frames = append(b.frames, "closed")
 	}
 }
 
@@ -228,6 +246,9 @@ func (b *Browser) Open(url string) (*Page, error) {
 	}
 	p := &Page{b: b, session: attached.SessionID}
 	if err := b.call(p.session, "Runtime.enable", nil, nil); err != nil {
+		return nil, err
+	}
+	if err := b.call(p.session, "Network.enable", nil, nil); err != nil {
 		return nil, err
 	}
 	return p, b.call(p.session, "Page.navigate", map[string]any{"url": url}, nil)
@@ -367,3 +388,12 @@ func (b *Browser) Log() []string { return b.log }
 
 // Log returns what the browser's pages logged so far (see [Browser.Log]).
 func (p *Page) Log() []string { return p.b.log }
+
+// Frames returns the WebSocket frames the browser's pages sent ("→") and received ("←") so
+// far, oldest first, each with its time in seconds and its payload (cut at 600 bytes), one an
+// entry; "closed" marks a WebSocket closing. Frames are read while a call waits for Chromium,
+// so the last ones may be missing until the next call.
+func (b *Browser) Frames() []string { return b.frames }
+
+// Frames returns the browser's WebSocket frames so far (see [Browser.Frames]).
+func (p *Page) Frames() []string { return p.b.frames }
