@@ -60,7 +60,30 @@ const app = {
   turns: new Map(), // task ID → Turn of the open conversation
   waiting: null, // the Turn waiting for the user's answer (input-required), if any
   artifacts: new Map(), // artifact ID → {taskId, artifact} of the open conversation
+  // loaded settles once what the page is loading into the transcript (the conversation named
+  // by the URL at start, or one being opened) is there. A message typed meanwhile is sent only
+  // then: sent earlier, it went to no conversation (or the one being left), and the load,
+  // clearing the transcript, wiped its bubble or rebuilt it as a second Turn of the same task.
+  loaded: Promise.resolve(),
 };
+
+// loading makes app.loaded wait for p too, and returns p.
+function loading(p) {
+  app.loaded = Promise.all([app.loaded, p]).then(
+    () => {},
+    () => {},
+  );
+  return p;
+}
+
+// loaded resolves once app.loaded has, and every load begun meanwhile too (the page's start
+// begins when reading the card ends).
+async function loaded() {
+  for (let p = null; p !== app.loaded; ) {
+    p = app.loaded;
+    await p;
+  }
+}
 
 function announce(text) {
   const a = $("#announce");
@@ -141,6 +164,8 @@ class Turn {
     this.started = null;
     this.updated = null;
     this.ended = false;
+    this.answered = false; // its question was answered: a new Turn shows the rest of the task
+    this.gone = false; // its conversation left the transcript
     this.body = el("div", { className: "body" });
     this.tag = el("span", { className: "tag", hidden: true });
     this.stepList = el("ol");
@@ -200,9 +225,15 @@ class Turn {
     }
   }
 
+  // stale says that what this Turn's stream still says must not be shown: its question was
+  // answered (a new Turn shows the rest), or its conversation left the transcript.
+  get stale() {
+    return this.answered || this.gone;
+  }
+
   // event takes one StreamResponse; events already seen (by sequence number) are skipped.
   event(ev) {
-    if (this.answered) return; // a question answered: what its first stream still says is old
+    if (this.stale) return;
     const inner = ev.task ?? ev.statusUpdate ?? ev.artifactUpdate ?? ev.message;
     const seq = seqOf(inner);
     if (seq > 0 && seq <= this.seq) return;
@@ -225,7 +256,7 @@ class Turn {
 
   // fromTask shows a task snapshot (the stream's first event, or a listed task).
   fromTask(task, live) {
-    if (this.answered) return; // a question answered: what its first stream still says is old
+    if (this.stale) return;
     this.named(task);
     for (const a of task.artifacts ?? []) this.artifact({ artifact: a, append: false });
     if (!live || task.status?.message) this.status(task.status ?? {}, null);
@@ -285,7 +316,7 @@ class Turn {
   }
 
   end(state) {
-    if (this.answered) return; // a question answered: what its first stream still says is old
+    if (this.stale) return;
     setStatus("");
     this.fill();
     this.ended = FINAL.has(state) || state === "";
@@ -332,7 +363,7 @@ class Turn {
   // failed shows why the agent did not take the message: an A2A error's message (the agent
   // refused it: "refused"), or what went wrong ("error").
   failed(err) {
-    if (this.answered) return; // a question answered: what its first stream still says is old
+    if (this.stale) return;
     this.setText(err?.code !== undefined ? String(err.message) : `Error: ${errorText(err)}`);
     this.tag.textContent = err?.code !== undefined ? "refused" : "error";
     this.tag.hidden = false;
@@ -366,7 +397,7 @@ async function follow(turn, start) {
         return;
       } catch (err) {
         if (!(err instanceof ConnectionLost) || turn.id === null) throw err;
-        if (turn.ended || INTERRUPTED.has(turn.state)) return; // its last event came: nothing to resume
+        if (turn.ended || turn.gone || INTERRUPTED.has(turn.state)) return; // its last event came, or no one shows it: nothing to resume
         const params = turn.seq > 0 ? { "Last-Event-ID": String(turn.seq) } : undefined;
         start = (s, obs) => s.subscribeToTask({ id: turn.id }, obs, params);
       }
@@ -436,6 +467,11 @@ function openedContext(contextId) {
 }
 
 function clearConversation() {
+  // The Turns leaving the transcript stop painting: their streams may still run.
+  for (const b of document.querySelectorAll("#transcript .bubble.agent")) {
+    const t = turnOf.get(b);
+    if (t) t.gone = true;
+  }
   app.turns.clear();
   app.artifacts.clear();
   stopWaiting();
@@ -457,7 +493,11 @@ function newChat() {
 // openConversation loads contextId's transcript: each task's history as bubbles (the user's
 // messages, each followed by the agent's last message before the next), its artifacts as
 // chips, a running task followed.
-async function openConversation(contextId) {
+function openConversation(contextId) {
+  return loading(loadConversation(contextId));
+}
+
+async function loadConversation(contextId) {
   clearConversation();
   openedContext(contextId);
   let tasks;
@@ -980,6 +1020,7 @@ async function submitMessage(e) {
   $("#text").value = "";
   $("#files").value = "";
   $("#text").focus();
+  await loaded();
   await send(parts);
 }
 
@@ -997,6 +1038,8 @@ function wire() {
   $("#signin").addEventListener("cancel", (e) => e.preventDefault()); // signing in is required
   $("#signout").addEventListener("click", () => {
     app.conn.signOut();
+    // The open conversation is the signed-out user's: the next one to sign in starts afresh.
+    history.replaceState(null, "", location.pathname);
     location.reload();
   });
   $("#menu").addEventListener("click", () => {
@@ -1055,17 +1098,33 @@ async function showTabs() {
   document.body.dataset.tabs = "shown";
 }
 
+// start loads the conversation list and the URL's conversation; a message typed meanwhile
+// waits for them (app.loaded).
 async function start() {
   document.body.dataset.state = app.conn.state || "connecting";
-  await app.conn.ready();
-  await refreshConversations();
   const c = contextFromURL();
-  if (c) await openConversation(c);
+  await loading(
+    (async () => {
+      await app.conn.ready();
+      await refreshConversations();
+      if (c) await openConversation(c);
+    })(),
+  );
   showTabs();
 }
 
 async function main() {
   wire();
+  let started;
+  loading(new Promise((resolve) => (started = resolve))); // until the card is read and start() began
+  try {
+    await boot();
+  } finally {
+    started();
+  }
+}
+
+async function boot() {
   app.conn = new Conn(connState);
   app.conn.onUnauthenticated = () => {
     signInDialog();

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,9 @@ type appOptions struct {
 	throttle  *binding.LoginThrottle
 	// secure, when set, declares schemes on the card and returns the authenticator for them.
 	secure func(card *a2a.AgentCard) binding.Authenticator
+	// before, when set, is called with each HTTP request before it is served (a test may hold
+	// one there).
+	before func(r *http.Request)
 }
 
 type appServer struct {
@@ -114,7 +118,13 @@ func startApp(t *testing.T, o appOptions) *appServer {
 			mux := http.NewServeMux()
 			mux.Handle("GET /web/", http.StripPrefix("/web/", web.Handler()))
 			mux.Handle("/", a2aHTTP)
-			return mux
+			if o.before == nil {
+				return mux
+			}
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				o.before(r)
+				mux.ServeHTTP(w, r)
+			})
 		},
 	})
 	return &appServer{URL: srv.URL, host: h, model: m, srv: srv}
@@ -702,11 +712,17 @@ func TestAppSignsInWithEachScheme(t *testing.T) {
 	}
 	a.say("echo hi bob")
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	bobs := a.js(`location.hash`)
 
 	a.must(a.Click("#signout"))
 	a.wait(`document.body.dataset.state === "signin"`)
 	if got := a.js(`sessionStorage.getItem("a2awebcap.credentials") ?? "none"`); got != "none" {
 		a.fail("after sign-out sessionStorage keeps %q", got)
+	}
+	// The URL no longer names bob's conversation: carol's page would open it once she signed
+	// in, and, racing her first message, wipe its bubble or send it into bob's context.
+	if got := a.js(`location.href`); strings.Contains(got, "c=") {
+		a.fail("after sign-out the URL still names a conversation: %s", got)
 	}
 	a.must(a.Click(`#schemes input[value="2"]`))
 	a.must(a.TypeText("#token", "carol-token"))
@@ -719,6 +735,9 @@ func TestAppSignsInWithEachScheme(t *testing.T) {
 	a.wait(lastAgent + `?.dataset.state === "completed"`)
 	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "hi carol" {
 		a.fail("carol's answer is %q", got)
+	}
+	if got := a.js(`location.hash`); got == bobs || !strings.HasPrefix(got, "#c=") {
+		a.fail("carol's conversation is %q, want a new one (bob's was %q)", got, bobs)
 	}
 	a.shot("signin-bearer")
 }
@@ -979,5 +998,42 @@ func TestAppResumesRunningTaskAfterReload(t *testing.T) {
 	a.wait(`document.body.dataset.state === "ready" && ` + agentBubbles + `.length === 2 && ` + lastAgent + `.dataset.state === "completed"`)
 	if got := a.js(lastAgent + `.querySelector(".body").textContent.trim()`); got != "Porto is on the Douro." {
 		a.fail("the task that ended during the reload shows %q", got)
+	}
+}
+
+// A message typed while the page still loads the conversation its URL names (a reload, here
+// held at the agent card) is sent once the conversation is there: into that conversation,
+// its bubble after the conversation's history, one Turn for its task.
+func TestAppSendsWhatIsTypedWhileLoading(t *testing.T) {
+	t.Parallel()
+	var hold sync.Mutex // held by the test: the page's card fetch waits for it
+	var holding atomic.Bool
+	s := startApp(t, appOptions{before: func(r *http.Request) {
+		if holding.Load() && strings.HasSuffix(r.URL.Path, "/agent-card.json") {
+			hold.Lock()
+			hold.Unlock() //nolint:staticcheck // a gate: wait until the test opens it
+		}
+	}})
+	a := openApp(t, s.URL, "", "ready")
+	a.say("echo one")
+	a.wait(lastAgent + `?.dataset.state === "completed"`)
+	hash := a.js(`location.hash`)
+
+	hold.Lock()
+	holding.Store(true)
+	a.must(a.Reload())
+	// "complete": the app's module has run (wired the composer) and waits for the card.
+	a.wait(`document.readyState === "complete" && document.body.dataset.state === "connecting"`)
+	a.say("echo two")
+	hold.Unlock()
+	a.wait(`document.body.dataset.state === "ready" && ` + agentBubbles + `.length === 2 && ` + lastAgent + `.dataset.state === "completed"`)
+	if got := a.js(`location.hash`); got != hash {
+		a.fail("the message typed while the conversation loaded went to %q, want the conversation %q", got, hash)
+	}
+	if got := a.js(`[...document.querySelectorAll("#transcript .bubble")].map(b => b.className.replace("bubble ", "") + ": " + b.querySelector(".body, p")?.textContent.trim()).join(" | ")`); got != "user: echo one | agent: one | user: echo two | agent: two" {
+		a.fail("the transcript is %q", got)
+	}
+	if got := a.js(`String(document.querySelectorAll("#conversations li").length)`); got != "1" {
+		a.fail("%s conversations listed, want the one", got)
 	}
 }
