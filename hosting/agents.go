@@ -86,7 +86,7 @@ func New(defs []*Definition, opts *Options) (*Agents, error) {
 	a := &Agents{byName: map[string]*Agent{}}
 	for _, b := range bs {
 		h, err := agent.NewHost(b.def, &agent.HostOptions{Store: o.Store, Limiter: o.Limiter, IdleTimeout: o.IdleTimeout,
-			ParkTimeout: o.ParkTimeout, Prices: o.Prices})
+			ParkTimeout: o.ParkTimeout, Prices: o.Prices, Ownership: o.Ownership})
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("%s: %w", where(b.src), err)

@@ -36,6 +36,9 @@ type Options struct {
 	IdleTimeout, ParkTimeout time.Duration
 	// Prices is the price table sessions charge by (agent.HostOptions.Prices). Nil: none.
 	Prices session.Prices
+	// Ownership keeps each agent's instances on one replica at a time in a cluster
+	// (agent.HostOptions.Ownership; the key names the agent). Nil: a single process.
+	Ownership agent.Ownership
 	// Sessions configures every agent's sessions (agent.Definition.Sessions). Zero: the
 	// defaults.
 	Sessions session.Config

@@ -95,6 +95,7 @@ func hostedAgents(ctx context.Context, c serveConfig, log *slog.Logger, obs *tel
 		return fail(err)
 	}
 	opts := &hosting.Options{Store: st, Limiter: c.runtime.limiter(), IdleTimeout: idle, ParkTimeout: c.runtime.question, Prices: prices, Sessions: scfg,
+		Ownership:  c.cluster.ownership,
 		FetchAllow: list(c.caps.fetchAllow), FetchOptions: fetchOpts, Facilitator: c.agents.facilitator,
 		A2A: func(d *hosting.Definition) (capability.Offer, error) { return c.caps.a2a.hostedOffer(d, st) },
 		Offer: func(d *hosting.Definition, name string) (capability.Offer, bool, error) {

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
 	"github.com/a2awebcap/a2awebcap/client"
@@ -770,10 +773,29 @@ func TestClusterQuota(t *testing.T) {
 // on one replica at a time, and a replica reloads the instance another replica changed, so what
 // one learned the other knows.
 func TestClusterRuntimeAgent(t *testing.T) {
+	// The same, for an agent hosted with -agents: its instances take the lease too.
+	def := filepath.Join(t.TempDir(), "keeper.json")
+	if err := os.WriteFile(def, []byte(`{"name": "keeper", "policy": "notes"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, agent, path string
+		flags             []string
+	}{
+		{"runtime", "notes", "", []string{"-agent", "notes"}},
+		{"hosted", "keeper", "/agents/keeper", []string{"-agents", def}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { clusterNotes(t, tt.agent, tt.path, tt.flags...) })
+	}
+}
+
+// clusterNotes has two replicas of the notes agent agentName at path learn and correct a
+// principal's notes in turn: each sees the other's last correction, and the instance is leased.
+func clusterNotes(t *testing.T, agentName, path string, flags ...string) {
 	env := newClusterEnv(t)
-	r1, r2 := env.start(t, "n1", "-agent", "notes"), env.start(t, "n2", "-agent", "notes")
+	r1, r2 := env.start(t, "n1", flags...), env.start(t, "n2", flags...)
 	say := func(r *replicaProc, what string) string {
-		c, err := client.New(t.Context(), "http://"+r.addr, &client.Options{Binding: "rest"})
+		c, err := client.New(t.Context(), "http://"+r.addr+path, &client.Options{Binding: "rest"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -813,6 +835,18 @@ func TestClusterRuntimeAgent(t *testing.T) {
 	}
 	if got := say(r1, "what do you know about my color"); !strings.Contains(got, "blue") {
 		t.Errorf("n1 after n2 learned a color: %q, want blue", got)
+	}
+	// The principal's instance of the agent is leased, by one of the two replicas.
+	conn, err := pgx.Connect(t.Context(), env.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var holder string
+	if err := conn.QueryRow(t.Context(), `SELECT holder FROM cluster_instances WHERE agent = $1`, agentName).Scan(&holder); err != nil {
+		t.Errorf("the lease of agent %q's instance: %v", agentName, err)
+	} else if !strings.HasPrefix(holder, "n1/") && !strings.HasPrefix(holder, "n2/") {
+		t.Errorf("agent %q's instance is held by %q, want n1's or n2's", agentName, holder)
 	}
 }
 
