@@ -146,13 +146,14 @@ func skillIDs(skills []a2a.AgentSkill) string {
 
 // priceOf is the merchant's Price: the requirements of the first price whose skill the new
 // task's message is a form of, else none (free). A message is a form of an example when, case
-// folded and its spaces collapsed, it is the example or begins with it and a space: a rule that
-// compares the command word matches whatever follows it, so more words never make it free.
+// folded and its spaces collapsed, it begins with the example: a rule that compares the command
+// word matches whatever follows it, and one that tests text.startsWith whatever follows the
+// prefix, space or not. A message that only looks like a form is charged: it never runs free.
 func priceOf(prices []priced) func(context.Context, *a2asrv.ExecutorContext) ([]x402.Requirements, error) {
 	return func(_ context.Context, ec *a2asrv.ExecutorContext) ([]x402.Requirements, error) {
 		text := strings.ToLower(strings.Join(strings.Fields(agents.MessageText(ec.Message)), " "))
 		for _, p := range prices {
-			if p.all || slices.ContainsFunc(p.forms, func(f string) bool { return text == f || strings.HasPrefix(text, f+" ") }) {
+			if p.all || slices.ContainsFunc(p.forms, func(f string) bool { return strings.HasPrefix(text, f) }) {
 				return []x402.Requirements{p.req}, nil
 			}
 		}
