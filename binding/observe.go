@@ -211,12 +211,17 @@ func refusedHTTP(r *http.Request, e *requestError) {
 	if r == nil {
 		return
 	}
-	a := arrivalOf(r.Context())
-	if a == nil || a.handled.Load() {
-		return
+	if a := arrivalOf(r.Context()); a != nil {
+		a.refuse(r.Context(), e)
 	}
-	a.handled.Store(true) // one refusal per call
-	refused(r.Context(), a.obs, a.binding, a.method, principalOf(r.Context()), propagation.HeaderCarrier(a.header), a.start, e)
+}
+
+// refuse observes the call as refused with err, unless it has been observed already: one
+// observation per call, whoever comes first.
+func (a *arrival) refuse(ctx context.Context, err error) {
+	if a.handled.CompareAndSwap(false, true) {
+		refused(ctx, a.obs, a.binding, a.method, principalOf(ctx), propagation.HeaderCarrier(a.header), a.start, err)
+	}
 }
 
 func (h *observed) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
@@ -417,7 +422,7 @@ func restMethod(method, path string) string {
 	return unknownMethod
 }
 
-// headWriter keeps the first bytes of a response, for refusedByA2AGo. Streams pass through it
+// headWriter keeps the first bytes of a response, for watchA2AGo. Streams pass through it
 // (it flushes).
 type headWriter struct {
 	http.ResponseWriter
@@ -456,11 +461,9 @@ func watchA2AGo(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, fu
 	}
 	hw := &headWriter{ResponseWriter: w, a: a}
 	return hw, func() {
-		if len(hw.head) == 0 || a.handled.Load() {
-			return
+		if len(hw.head) > 0 && !a.handled.Load() {
+			a.refuse(r.Context(), bodyReason(hw.head))
 		}
-		a.handled.Store(true)
-		refused(r.Context(), a.obs, a.binding, a.method, principalOf(r.Context()), propagation.HeaderCarrier(a.header), a.start, bodyReason(hw.head))
 	}
 }
 
