@@ -84,11 +84,13 @@ func (p *Payments) check() error {
 	return nil
 }
 
+// positive reports whether s is a decimal amount a payer can pay: above zero, at most a uint256.
 func positive(s string) bool {
-	if s == "" || len(s) > 78 || strings.Trim(s, "0123456789") != "" {
+	if strings.Trim(s, "0123456789") != "" { // no hex, signs or spaces
 		return false
 	}
-	return strings.Trim(s, "0") != ""
+	n, err := evm.ParseInt(s)
+	return err == nil && n.Sign() > 0 && n.BitLen() <= 256
 }
 
 // priced is what a new task of one skill costs: the messages of the skill (its examples, each

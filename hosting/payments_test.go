@@ -103,6 +103,7 @@ func TestPricesRefused(t *testing.T) {
 		{`{"payTo": "0x12", "prices": []}`, "", "payments.payTo"},
 		{`{"payTo": "` + payTo + `", "prices": []}`, "", "payments.prices: required"},
 		{`{"payTo": "` + payTo + `", "prices": [{"skill": "research", "amount": "0", "network": "base-sepolia", "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e"}]}`, "", "amount \"0\""},
+		{`{"payTo": "` + payTo + `", "prices": [{"skill": "research", "amount": "` + strings.Repeat("9", 78) + `", "network": "base-sepolia", "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e"}]}`, "", "amount \"999"}, // over 2^256: no payer could pay it
 		{`{"payTo": "` + payTo + `", "prices": [{"skill": "research", "amount": "1", "network": "base", "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e"}]}`, "", "no known token"},
 		{prices(""), "", "needs payments.facilitator"},
 		{strings.Replace(prices(""), `"research"`, `"fly"`, 1), "http://127.0.0.1:1", `"fly" is not a skill of the agent (its skills: research, hello)`},
