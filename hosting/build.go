@@ -150,7 +150,7 @@ func build(d *Definition, o *Options) (*built, error) {
 	}
 	if pay != nil {
 		b.pay = pay
-		b.card.Capabilities.Extensions = append(b.card.Capabilities.Extensions, x402.Extension(d.Payments.Required))
+		x402.Declare(b.card, d.Payments.Required)
 	}
 	return b, nil
 }

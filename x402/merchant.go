@@ -66,7 +66,10 @@ func Extension(required bool) a2a.AgentExtension {
 
 // Declare lists the extension on card (once), required or not: a required extension makes
 // every binding refuse requests that do not activate it; otherwise only priced tasks need it.
-func (m *Merchant) Declare(card *a2a.AgentCard, required bool) {
+func (m *Merchant) Declare(card *a2a.AgentCard, required bool) { Declare(card, required) }
+
+// Declare lists the extension on card (once), required or not, as Merchant.Declare does.
+func Declare(card *a2a.AgentCard, required bool) {
 	exts := card.Capabilities.Extensions
 	if i := slices.IndexFunc(exts, func(e a2a.AgentExtension) bool { return e.URI == ExtensionURI }); i >= 0 {
 		exts[i] = Extension(required)
