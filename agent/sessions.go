@@ -98,8 +98,7 @@ func (c *core) wallRunsLow(t *turn) {
 		return // t ended meanwhile
 	}
 	res := slot.s.Tick(c.def.now())
-	for _, w := range res.Warnings {
-		e := Entry{Kind: EntrySession, Rule: "warning", Text: w.Text}
+	for _, e := range warningEntries(res.Warnings) {
 		t.said = append(t.said, e)
 		t.out.push(e)
 	}
@@ -275,11 +274,8 @@ func (c *core) resume(slot *sessionSlot, t *turn, p *session.Parked) {
 // recorded failed, and the message goes on as any other.
 func (c *core) settleParked(slot *sessionSlot) error {
 	s := slot.s
-	now := c.def.now()
-	if _, err := s.Unpark(now); err != nil {
-		return err
-	}
-	res, err := s.End(now, session.Outcome{Status: session.Failed, Usage: &session.Usage{},
+	before := s.Clone()
+	res, err := s.End(c.def.now(), session.Outcome{Status: session.Failed, Usage: &session.Usage{},
 		Error: "the server restarted while this turn waited for an answer, and a newer message came first"}, nil)
 	if err != nil {
 		return err
@@ -288,10 +284,20 @@ func (c *core) settleParked(slot *sessionSlot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	if err := c.commit(ctx, &Batch{Turn: &rec, Sessions: []SessionDoc{sessionDoc(s)}}); err != nil {
+		slot.s = before // the store still has the turn waiting: so does memory
 		return err
 	}
 	slot.last = res.Turn.Number
 	return nil
+}
+
+// warningEntries are the entries that tell a turn's caller of the session's warnings.
+func warningEntries(ws []session.Warning) []Entry {
+	es := make([]Entry, len(ws))
+	for i, w := range ws {
+		es[i] = Entry{Kind: EntrySession, Rule: "warning", Text: w.Text}
+	}
+	return es
 }
 
 // sessionDoc is s's document for the store.
@@ -372,9 +378,7 @@ func (c *core) offer(slot *sessionSlot, t *turn) {
 	}
 	t.sess, t.slot = true, slot
 	t.admitted <- nil
-	for _, w := range d.Warnings {
-		t.notes = append(t.notes, Entry{Kind: EntrySession, Rule: "warning", Text: w.Text})
-	}
+	t.notes = append(t.notes, warningEntries(d.Warnings)...)
 	queued := func(text string) {
 		slot.queue = append(slot.queue, t)
 		t.out.push(Entry{Kind: EntryQueued, Text: text,
@@ -506,9 +510,7 @@ func (t *turn) finishSession(o *Observation, status string) (string, []Entry) {
 	}
 	t.slot.last = t.number
 	notes := append([]Entry(nil), t.notes...)
-	for _, w := range res.Warnings {
-		notes = append(notes, Entry{Kind: EntrySession, Rule: "warning", Text: w.Text})
-	}
+	notes = append(notes, warningEntries(res.Warnings)...)
 	if res.Collapse != nil {
 		se := &session.StateError{ID: slot.id, State: session.Collapsed, Collapse: res.Collapse}
 		notes = append(notes, Entry{Kind: EntrySession, Rule: "collapse", Text: "This conversation has ended: " + se.Error() + "."})
@@ -680,9 +682,7 @@ func (t *turn) summarize(ctx context.Context, p *session.Plan) {
 	}
 	sum.Model = t.c.def.modelName
 	res, err := t.slot.s.Install(t.c.def.now(), sum, t.in.h.opts.Prices)
-	for _, w := range res.Warnings {
-		t.notes = append(t.notes, Entry{Kind: EntrySession, Rule: "warning", Text: w.Text})
-	}
+	t.notes = append(t.notes, warningEntries(res.Warnings)...)
 	if err != nil {
 		// Not again before a few more turns: a model that keeps losing facts is not asked twice a turn.
 		t.slot.summarizeAfter = t.slot.s.Last() + summaryBackoff
