@@ -332,3 +332,47 @@ func TestCloseWithAQuestionAndAMessageBehindIt(t *testing.T) {
 		t.Fatal("Close did not return: it waits for the message behind the question")
 	}
 }
+
+// A task whose question stopped waiting (decided another way) and whose turn then ended asking
+// again takes the user's next message as a new turn: the earlier question's end is forgotten
+// once the task asks anew.
+func TestTaskAsksAgainAfterItsQuestionStoppedWaiting(t *testing.T) {
+	t.Parallel()
+	pol := saver()
+	pol.Rules[len(pol.Rules)-1] = agent.Rule{Name: "retry", When: `last.action == "call" && last.status != "done"`,
+		Action: agent.AskInput, Reason: "ask again", Params: map[string]string{"subject": `"path"`, "text": `"Try another path?"`}}
+	cat, _, _ := notesFS(t, capability.Strategy{Kind: capability.CallByCall})
+	h := newHost(t, &agent.Definition{Name: "helper", Policy: pol, Capabilities: cat, Preinstall: []string{"fs"}},
+		&agent.HostOptions{ParkTimeout: time.Hour})
+	alice := instance(t, h, "alice")
+	if run := askTask(t, alice, "t1", "save notes/a.txt"); !strings.Contains(run.Question, "Approve p1?") {
+		t.Fatalf("the question: %+v", run)
+	}
+	set, release, err := h.Capabilities(t.Context(), agent.Principal{Tenant: "acme", Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := set.Decide(t.Context(), "p1", capability.Decision{Approve: false, By: "alice@acme"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(eventually)
+	for {
+		rec, _, err := h.Store().TurnByTask(t.Context(), "helper", "t1")
+		if err == nil && rec != nil && rec.Status == agent.TurnStatus("input-required") && rec.Question == "Try another path?" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refused call's turn never asked again: %+v, %v", rec, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), eventually)
+	defer cancel()
+	ev := agent.UserText("save notes/b.txt")
+	ev.Context = agent.Context{Task: "t1", Session: "s1"}
+	run, err := alice.Ask(ctx, ev)
+	if err != nil || !strings.Contains(run.Question, "Approve p2?") {
+		t.Errorf("the answer to the new question: %+v, %v; want a new turn asking to approve p2", run, err)
+	}
+}

@@ -382,6 +382,11 @@ func (t *turn) finish(o *Observation) {
 	case t.run.Question != "":
 		status = "input-required"
 	}
+	if status == "input-required" && t.ev.Context.Task != "" { // its task asks anew
+		t.in.mu.Lock()
+		t.in.forgetUnparkedLocked(t.ev.Context.Task)
+		t.in.mu.Unlock()
+	}
 	var notes []Entry
 	if t.sess {
 		status, notes = t.finishSession(o, status)
@@ -566,7 +571,7 @@ func (t *turn) park(ctx context.Context, question string, extra map[string]strin
 	}
 	t.parkedAt = t.out.push(Entry{Kind: EntryInput, Text: question, Result: res})
 	in.parked[task] = t
-	delete(in.unparked, task) // (it waits again)
+	in.forgetUnparkedLocked(task) // (it waits again)
 	in.mu.Unlock()
 	timer := time.NewTimer(in.h.opts.ParkTimeout)
 	defer timer.Stop()
@@ -632,6 +637,15 @@ func (in *instance) unparkLocked(task, why string) {
 	if len(in.unparkedOrder) > maxUnparked {
 		delete(in.unparked, in.unparkedOrder[0])
 		in.unparkedOrder = slices.Delete(in.unparkedOrder, 0, 1)
+	}
+}
+
+// forgetUnparkedLocked forgets why task's turn stopped waiting: the task waits for an answer
+// again. Caller holds in.mu.
+func (in *instance) forgetUnparkedLocked(task string) {
+	if _, ok := in.unparked[task]; ok {
+		delete(in.unparked, task)
+		in.unparkedOrder = slices.DeleteFunc(in.unparkedOrder, func(t string) bool { return t == task })
 	}
 }
 
